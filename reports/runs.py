@@ -214,7 +214,7 @@ def _into_additions(root: str | Path) -> list[dict[str, Any]]:
     metric = ""
     made: dict[str, list[str]] | None = None
     for row in _rows(root, "invocations.jsonl"):
-        opts = row.get("options") if isinstance(row.get("options"), dict) else {}
+        opts = row["options"] if isinstance(row.get("options"), dict) else {}
         models = [str(m) for m in opts.get("models") or [] if isinstance(m, str)]
         new_metric = str(opts.get("metric") or "")
         judges = [str(j) for j in opts.get("added_judges") or [] if isinstance(j, str)]
