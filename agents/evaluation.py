@@ -119,9 +119,10 @@ async def score_response(
 
 
 def _embedded_so_far() -> tuple[int, int]:
-    """``(texts, long texts)`` embedded so far in this process; (0, 0) while the embeddings module is not loaded."""
-    module = sys.modules.get(_EMBEDDINGS)
-    return module.embedding_counts() if module is not None else (0, 0)
+    """``(texts, long texts)`` embedded so far in this process; (0, 0) while the embeddings module is not loaded, or
+    is still being imported by another thread (in ``sys.modules`` before its counter is defined)."""
+    counts = getattr(sys.modules.get(_EMBEDDINGS), "embedding_counts", None)
+    return counts() if counts is not None else (0, 0)
 
 
 _EMBEDDINGS = __name__.rsplit(".", 2)[0] + ".metric_pool.embeddings"
