@@ -47,7 +47,17 @@ def _stand_in(model: NamedModel, rehearsal: Rehearsal, answer_tokens: int) -> Na
 
 
 def typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: str = "") -> tuple[int, str]:
-    """(typical answer tokens, its source): the median stored answer, else the benchmark's stated typical length."""
+    """The typical target answer length: the median of ``stored`` answers, else the items' benchmark's
+    :data:`TYPICAL_OUTPUT_TOKENS`, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`.
+
+    Args:
+        items: the run's items.
+        stored: texts of stored answers to these items (any model).
+        model: the model string whose token counter measures the stored answers.
+
+    Returns:
+        (tokens, one phrase naming the source).
+    """
     counter = token_counter(model)
     if stored:
         n = int(statistics.median(counter.count(t) for t in stored))
@@ -66,8 +76,27 @@ async def estimate_run(
     prices: Mapping[str, tuple[float, float]] | None = None, cache: Any = None, batch: bool = False,
     stored: Mapping[tuple[str, str], Any] | None = None, done: set[tuple[str, str, str]] | None = None,
 ) -> Estimate:  # fmt: skip
-    """The Estimate (calls, tokens, USD per (model, role)) of a run before any call: every target and judge prompt
-    built against rehearsal stand-ins; replay targets, ``stored`` Responses and ``done`` scores are not called again."""
+    """The estimate of a run before any call.
+
+    Args:
+        items: the run's items.
+        targets: the target models (replays answer with their stored responses; live ones are rehearsed).
+        judges: the judge models.
+        metrics: the plan's metrics (their judge prompts are built by their own ``score``).
+        agent: the agent model, or None; ``agent_done``: its ledger totals so far (``calls``, ``input_tokens``,
+            ``output_tokens``: the planning calls already made).
+        tools: the run's tool pool (the tools a judge is offered are bound as the run binds them; none is run).
+        options: the metric options (``judge_repeats``, ``tool_budget``...).
+        allow_self_judge: as in the run.
+        prices: the run's user prices (USD per 1M input and output tokens).
+        cache: the run's call cache (looked up, never written) or None when the run does not use it.
+        batch: the run sends target and judge calls through batch APIs (``--batch``): priced at the batch rate.
+        stored: the Responses the run folder holds, by (item id, target model): scored as stored, target not called.
+        done: the (item id, target model, metric spec) scores the run folder holds: not scored again.
+
+    Returns:
+        The Estimate: calls, input tokens, output tokens (typical and bound) and USD per (model, role).
+    """
     rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
     replayed = {(t.name, i.id): t.replay.respond(i, t.name) for t in targets if t.is_replay for i in items}
     texts = [r.text for r in replayed.values() if r.ok and r.text]
@@ -294,8 +323,15 @@ OLD_INTO_NOTE = "ask --into: the rows count"  # an --into estimate line that kep
 
 
 def run_estimate(stored: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The estimate of all a run's invocations (the last ``ask``/``resume`` one plus the last of each ``ask --into``)
-    added up per (model, role); None when there is none."""
+    """The estimate of everything a run's invocations called: the run's last ``ask``/``resume`` estimate and the last
+    of each ``ask --into`` invocation, added up per (model, role) (a bound is None when one part's is).
+
+    Args:
+        stored: the ``estimate.jsonl`` rows, in file order.
+
+    Returns:
+        The one part as stored, or the sum with ``parts`` and a note naming them; None when there is no estimate.
+    """
     own = [e for e in stored if e.get("kind") in (None, "ask", "resume") and not _old_into(e)]
     into: dict[str, Mapping[str, Any]] = {}
     for e in stored:
@@ -337,7 +373,16 @@ def _old_into(e: Mapping[str, Any]) -> bool:
 
 
 def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """The cost section's "estimate and actual" table and note (a Text alone without an estimate, [] without calls)."""
+    """The cost section's "estimate and actual" table and its note, per (model, role).
+
+    Args:
+        estimate: the stored estimate (``rows``, ``tokenizer``, ``typical_output``, ``notes``), or None.
+        actual: the ledger's rows (``model``, ``role``, ``calls``, ``input_tokens``, ``output_tokens``, ``cost``).
+
+    Returns:
+        A Table (``estimate``) and a Text on how it was made; without an estimate a Text saying so, or [] when no
+        call was made.
+    """
     if not estimate or not estimate.get("rows"):
         if not any(r.get("calls") for r in actual):
             return []

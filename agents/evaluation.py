@@ -87,7 +87,14 @@ def _reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: floa
 
 
 def metric_prompt_key(m: Metric) -> str:
-    """The prompt family of a metric's judge calls (``prompt_cache_key``): ``sgieval:<scope>/<name>``."""
+    """The prompt family of a metric's judge calls (OpenAI's ``prompt_cache_key``).
+
+    Args:
+        m: a built metric.
+
+    Returns:
+        ``sgieval:<scope>/<name>`` from its registry key, e.g. ``sgieval:*/rigor``.
+    """
     scope, name = key_of(m)
     return f"sgieval:{scope}/{name}"
 
@@ -263,9 +270,25 @@ async def score_added_judge(
     store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext, *,
     max_parallel: int = 16,
 ) -> EvalProgress:  # fmt: skip
-    """Score the stored responses with the one judge added to the run (``ctx.judges``): only judged specs and what
-    ``added_judge_scores.jsonl`` lacks for it, each Score appended there with ``judge`` set, then the corpus-level
-    scores; RunStoppedError when a judge call stops the run."""
+    """Score the stored responses with the judge added to the run (``ctx.judges``, one): only judge and rubric specs,
+    only stored Responses, only what ``added_judge_scores.jsonl`` lacks for it; each Score appended there with
+    ``judge`` set, then the corpus-level scores once every pair is scored.
+
+    Args:
+        store: the run folder.
+        items: the run's items.
+        targets: the run's target models (only their names are used: nothing is sent to them).
+        metrics: the run's metrics.
+        ctx: the scoring context whose ``judges`` is the added judge alone.
+        max_parallel: (target, item) pairs scored at once (>= 1).
+
+    Returns:
+        The counts: ``scores_new``, ``scores_skipped``, ``responses_skipped`` (stored Responses read),
+        ``budget_stopped``; ``responses_new`` is always 0.
+
+    Raises:
+        RunStoppedError: a judge call that stops the run (e.g. its key was refused).
+    """
     (judge,) = ctx.judges
     prog = EvalProgress()
     judged = judged_metrics(metrics)

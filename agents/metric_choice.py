@@ -27,8 +27,18 @@ def _stem(w: str) -> str:
 
 
 def named_metric(request: str, names: list[str], descriptions: dict[str, str]) -> tuple[str, str] | None:
-    """(name, the request's words naming it) of the metric or rubric ``request`` names: the multi-word name with the
-    most words written out or said, else the first whose description holds two consecutive content words; None."""
+    """The metric or rubric ``request`` names, with the words that name it, or None.
+
+    Args:
+        request: the plain-language request.
+        names: the metric and rubric names the run could rank by.
+        descriptions: name -> its description (``MetricSpec.description``, ``Rubric.description``).
+
+    Returns:
+        (name, the request's words naming it): the multi-word name with the most words written out or all among
+        the request's words ("normalised exact match" names exact_match_normalised), a written-out one first;
+        else the first name whose description holds two consecutive content words of the request.
+    """
     text = request or ""
     said = {_stem(w) for w in _words(text)}
     found: list[tuple[int, int, str, str]] = []  # (name words matched, written out, name, the words)
@@ -58,8 +68,22 @@ def choose_ranking_metric(
     plan: MetricPlan, request: str, *, metric: str | None, specs: list[MetricSpec], library: list[Rubric],
     offered: dict[str, list[MetricSpec]] | None = None,
 ) -> MetricPlan:  # fmt: skip
-    """``plan`` ranking by ``metric`` (``--metric``) or a metric the request names, ``reason`` saying how; a saved
-    rubric or ``offered`` registered metric chosen joins the plan.  InputError: ``metric`` names nothing of the run."""
+    """``plan`` with its ranking metric set by ``metric`` (``--metric``) or by a metric the request names.
+
+    Args:
+        plan: the customisation agent's plan.
+        request: the request.
+        metric: the ``--metric`` name (None: not given).
+        specs: every metric spec of the run's metrics.
+        library: the saved rubrics; one chosen here joins the plan's custom rubrics.
+        offered: registered metric the plan may add -> the specs it scores; one chosen here joins ``added``.
+
+    Returns:
+        The plan (a copy when changed), its ``reason`` saying how the ranking metric was chosen.
+
+    Raises:
+        InputError: ``metric`` names no metric or rubric of the run.
+    """
     customs = {r.name: r for r in plan.custom}
     saved = {r.name: r for r in library}
     known = {s.name: s.description for s in specs}
@@ -101,7 +125,21 @@ def choose_ranking_metric(
 def ranking_metric(
     plan: MetricPlan, items: list[Item], request: str, *, metric: str | None = None, options: dict | None = None
 ) -> MetricPlan:
-    """``plan`` with the ranking metric ``--metric`` or the request names (:func:`choose_ranking_metric`)."""
+    """``plan`` with the ranking metric ``metric`` (``--metric``) or the request names (:func:`choose_ranking_metric`).
+
+    Args:
+        plan: the metric plan.
+        items: the selected items.
+        request: the request.
+        metric: the ``--metric`` value (None or "": not given).
+        options: the run's metric options.
+
+    Returns:
+        The plan ranking by a metric of the plan, a registered metric applying to the items (added) or a saved rubric.
+
+    Raises:
+        InputError: ``metric`` names no metric of the plan, registered metric or saved rubric.
+    """
     specs = [s for m in planned_metrics(plan, items, options) for s in m.all_specs]
     predefined = predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
     offers = registered_offers(items, predefined, options)
@@ -138,9 +176,20 @@ def variant_disagreements(
     scores: list[Score], spec: MetricSpec, specs: list[MetricSpec], ranked: list[str], *, n_resamples: int = 10000,
     seed: int = 0,
 ) -> list[str]:  # fmt: skip
-    """Sentences for the Answer: each variant of ``spec`` that orders the ``ranked`` models differently (means at 2
-    decimals), or whose paired test (two-sided, 5% level) of the first two separates them where ``spec``'s does not
-    (or the reverse), with both metrics' means on the items every ranked model scored."""
+    """Sentences for the Answer: each variant of ``spec`` that orders the ``ranked`` models differently (means equal at
+    2 decimals are a tie), or whose paired test of the first two separates them where ``spec``'s does not (or the
+    reverse), with both metrics' means on the items every ranked model scored.
+
+    Args:
+        scores: the run's scores.
+        spec: the ranking metric.
+        specs: every metric spec of the run.
+        ranked: the ranked models, best first by ``spec``.
+        n_resamples, seed: of the paired permutation tests (two-sided, 5% level).
+
+    Returns:
+        One sentence per disagreeing variant (empty when fewer than two models are ranked).
+    """
     from ..reports import printed_tie_groups
 
     if len(ranked) < 2:

@@ -52,7 +52,15 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
 
 
 def classify(request: str, models: list[str] | None = None) -> tuple[str, str]:
-    """(kind, note) of ``request`` by the offline rules; a yes/no question must name a model, else a ranking."""
+    """The question kind of ``request`` by the offline rules (a yes/no question must name a model, else a ranking).
+
+    Args:
+        request: the request ("" is a ranking of everything).
+        models: the model strings the run knows (targets, stored models).
+
+    Returns:
+        ``(kind, note)``: a label of :data:`KINDS`; the note is :data:`NOT_RECOGNISED` when no rule matched.
+    """
     text = (request or "").strip()
     if not text:
         return "ranking", ""
@@ -64,7 +72,16 @@ def classify(request: str, models: list[str] | None = None) -> tuple[str, str]:
 
 
 def agent_kind(label: str | None, request: str, models: list[str] | None = None) -> tuple[str, str]:
-    """(kind, note) from an agent model's label (no label: :func:`classify`; unknown: a ranking, not recognised)."""
+    """The kind an agent model gave (a label of :data:`KINDS`); no label: the offline rules'.
+
+    Args:
+        label: the agent's label ("" or None: it gave none).
+        request: the request.
+        models: the model strings the run knows.
+
+    Returns:
+        ``(kind, note)``: an unknown label is a ranking with :data:`NOT_RECOGNISED`.
+    """
     label = (label or "").strip().lower().replace("/", "_").replace("-", "_").replace(" ", "_")
     if not label:
         return classify(request, models)
@@ -72,5 +89,14 @@ def agent_kind(label: str | None, request: str, models: list[str] | None = None)
 
 
 def kind_line(kind: str, note: str = "", by: str = "offline rules") -> str:
-    """The Run table's "question kind" value, e.g. ``how_good (how good one model is; offline rules)``."""
+    """The Run table's "question kind" value, e.g. ``yes_no (is one named model better than another; offline rules)``.
+
+    Args:
+        kind: a label of :data:`KINDS`.
+        note: :data:`NOT_RECOGNISED` or "".
+        by: who classified the request.
+
+    Returns:
+        The text.
+    """
     return f"{kind} ({'; '.join(x for x in (KINDS.get(kind, ''), by, note) if x)})"

@@ -132,8 +132,19 @@ def _nearest(candidates: list[tuple[str, str]]) -> Callable[[str], str | None]:
 def understand_request(
     request: str, catalog: Catalog, *, metrics: list[str] | None = None, models: list[str] | None = None
 ) -> RequestReading:
-    """Read ``request`` word by word (offline, deterministic): a word is understood when part of a term the run can use,
-    a near miss when a known term is within :func:`max_edits` OSA edits ("chemsitry" -> "Chemistry"), else unknown."""
+    """Read ``request`` word by word (offline, deterministic): a word is understood when part of a term the run can use
+    (facet word or value, quality, metric or rubric name, model, number of items, request grammar), else a near miss
+    when a known term is within :func:`max_edits` OSA edits ("chemsitry" -> "Chemistry"), else unknown.
+
+    Args:
+        request: the plain-language request.
+        catalog: the loaded catalog (its facet values).
+        metrics: metric and rubric names the run could rank by.
+        models: model names or strings of the run (targets, stored models).
+
+    Returns:
+        A :class:`RequestReading`.
+    """
     from .customisation import _ASKED_QUALITY, _NOT_QUALITIES, detect_qualities
     from .vocabulary import REQUEST_WORDS
 

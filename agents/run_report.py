@@ -54,7 +54,16 @@ def sampling_line(config: RunConfig) -> str:
 
 
 def judges_line(run_judges: list[str], added: list[str], repeats: int = 1) -> str:
-    """The report header's judge line: the run's own judges (or none), then any added by ``ask --into``."""
+    """The report header's judge line.
+
+    Args:
+        run_judges: the run's own judges (``RunConfig.judges``).
+        added: the judges added to the finished run (``RunConfig.added_judges``).
+        repeats: ``--judge-repeats``.
+
+    Returns:
+        The run's judges (``none (judge metrics not run)`` when none), then any added by ``ask --into``.
+    """
     own = ", ".join(run_judges)
     if repeats > 1 and (own or added):
         own += f" (each asked {repeats} times per judged item)"
@@ -192,7 +201,15 @@ def _header(
 
 
 def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
-    """(the report's warnings about the run itself, ``replay:<model>`` when the request names one stored model)."""
+    """The report's warnings about the run itself, and the one stored model the request asks about.
+
+    Args:
+        rt: the run context.
+        state: the graph state of the run (``targets``, ``evaluated``).
+
+    Returns:
+        ``(warnings, focus)``; ``focus`` is ``replay:<model>`` when the request names exactly one stored model.
+    """
     warnings = []
     smoke = [
         m.name for m in [*rt.judges, *rt.added_judges, *rt.targets, *([rt.agent] if rt.agent else [])] if m.smoke_test
@@ -241,7 +258,18 @@ def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
 def additions_line(
     rt: RunContext, responses: Sequence[Any], scores: Sequence[Any] = (), added_scores: Sequence[Any] = ()
 ) -> str:
-    """The Run table's "added to the run" line: per ``ask --into`` invocation, when and what it added ("" when none)."""
+    """The Run table's "added to the run" line: per ``ask --into`` invocation its time and the targets, judges and
+    metrics it added; "" when none.
+
+    Args:
+        rt: the run context.
+        responses: the run's responses.
+        scores: the run's scores.
+        added_scores: the added judges' scores.
+
+    Returns:
+        One part per ``--into`` invocation, joined by ``"; "``.
+    """
     made: dict[str, dict[str, None]] = {}  # invocation -> its target models, in order
     for r in responses:
         if r.invocation:

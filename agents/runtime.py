@@ -252,17 +252,40 @@ def unique_models(models: list[NamedModel]) -> list[NamedModel]:
 
 
 def plan_items(rt: RunContext, ids: list[str]) -> list[Item]:
-    """The catalog's items of ``ids``, in order."""
+    """The run's items of ``ids``.
+
+    Args:
+        rt: the run context.
+        ids: item ids the selection holds.
+
+    Returns:
+        The catalog's items, in ``ids`` order.
+    """
     return [rt.catalog.by_id[i] for i in ids]
 
 
 def plan_metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Metric]:
-    """The Metric objects of ``plan`` for ``items`` with the run's metric options."""
+    """The Metric objects of ``plan`` for ``items`` with the run's metric options.
+
+    Args:
+        rt: the run context.
+        items: the items scored.
+        plan: the metric plan.
+
+    Returns:
+        The metrics.
+    """
     return planned_metrics(plan, items, rt.metric_options)
 
 
 def attach_tools(rt: RunContext, items: list[Item]) -> None:
-    """Give ``rt`` its metric options, a sandbox (dry-experiment items) and tool pool; a failing one is logged."""
+    """Give the run its metric options, a sandbox (for dry-experiment items) and its tool pool (for judges with tools).
+    A sandbox that cannot start is logged, and those scores record ``infra_error``.
+
+    Args:
+        rt: the run context (filled in place: ``metric_options``, ``sandbox``, ``tools``).
+        items: the selected items.
+    """
     rt.metric_options.setdefault("unsafe_local_exec", rt.config.unsafe_local_exec)
     if rt.config.judge_repeats > 1:
         rt.metric_options.setdefault("judge_repeats", rt.config.judge_repeats)

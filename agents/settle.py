@@ -68,7 +68,27 @@ async def evaluate_until_settled(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[EvalProgress, dict[str, Any]]:  # fmt: skip
     """Evaluate ``items`` x ``targets`` chunk by chunk in the seeded order until ``primary`` is settled, then add the
-    corpus-level scores of the items used: (the counts, the stop record).  InputError from :func:`settle_problem`."""
+    corpus-level scores of the items used.
+
+    Args:
+        store: the run folder; units already in it are skipped, and the rule is fed from its scores.
+        items: the full selection (N items).
+        targets: the target models (K >= 2).
+        metrics: the plan's metrics.
+        ctx: the scoring context (judges, tools, sandbox).
+        primary: the ranking metric (per item, bounded: :func:`settle_problem`).
+        seed: the run's seed (the order).
+        executor, max_parallel: as for :func:`evaluate_with_executor`.
+        on_progress: ``(done, total)`` over the units of the full selection.
+
+    Returns:
+        (the counts, the stop record: ``settled``, ``leader``, ``items_used``, ``items_total``, ``chunk``, ``alpha``,
+        ``comparisons`` (leader minus model: n, mean, low, high, left_out), ``calls``, ``calls_saved``,
+        ``units_saved``, ``item_ids`` in drawn order).
+
+    Raises:
+        InputError: :func:`settle_problem` finds a reason the rule cannot run.
+    """
     problem = settle_problem(primary, metrics, [t.name for t in targets])
     if problem is not None:
         raise problem

@@ -36,8 +36,19 @@ def models_named_in(request: str, models: list[str]) -> list[str]:
 
 
 def default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
-    """The run's target models (given, else ``--models``, else the stored SciAidanBench ones), replay files matched to
-    ``items``, resolved once per selection; InputError when there are none or a replay file answers no item."""
+    """The run's target models (given, else ``--models``, else the stored SciAidanBench ones or those the request
+    names), resolved once per item selection.
+
+    Args:
+        rt: the run context.
+        items: the selected items.
+
+    Returns:
+        The target models, their replay files matched to the items.
+
+    Raises:
+        InputError: no target given and none stored, or a replay file that answers no item.
+    """
     key = tuple(i.id for i in items)
     if rt.targets:
         if key not in rt.matched_replays:

@@ -452,10 +452,22 @@ def _folder_pairs(folder: Path, wanted: list[str], filtered: bool) -> list[tuple
 def load_sgi_bench(
     source: str | Path | None = None, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0
 ) -> list[Item]:
-    """SGI-Bench items from ``source`` (module docstring), in ``SGI_TASKS`` order, rows in file order; ``tasks``:
-    constants or file-style names (``"SGI-Reasoning"``), None for every task found. DataNotFoundError for a missing
-    source or task file; HubUnavailableError when the hub fails; InputError naming file, line, field and fix for a bad
-    record, an unknown task, a file of no telling task or a duplicate ``idx``."""
+    """Load SGI-Bench items, in ``SGI_TASKS`` order, rows in file order.
+
+    Args:
+        source: a folder, a task file, or None for the HuggingFace hub (module docstring).
+        tasks: the tasks to load (constants or file-style names such as ``"SGI-Reasoning"``); None: every task found.
+        hub_timeout_s: how long the hub probe waits.
+
+    Returns:
+        The items.
+
+    Raises:
+        DataNotFoundError: ``source`` does not exist, holds no task file, or a requested task has no file.
+        HubUnavailableError: no ``source`` and the hub is unreachable or the download failed.
+        InputError: a bad record (file, line, field and fix), an unknown task, a file of no telling task, or a duplicate
+            ``idx``.
+    """
     wanted = _check_tasks(tasks)
     pairs: list[tuple[str, Item]] = []
     if source is None:
@@ -488,8 +500,21 @@ def load_sgi_bench(
 
 
 def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0) -> Path:
-    """Download SGI-Bench from the HuggingFace hub into ``dest``, one ``<task>.parquet`` per task; returns ``dest``.
-    HubUnavailableError when the hub is unreachable or a download fails (files already downloaded are kept)."""
+    """Download SGI-Bench from the HuggingFace hub into ``dest``, one ``<task>.parquet`` per task (images as ``{"bytes",
+    "path"}`` structs).
+
+    Args:
+        dest: the folder.
+        tasks: as in :func:`load_sgi_bench` (None: all five).
+        hub_timeout_s: how long the hub probe waits.
+
+    Returns:
+        ``dest``.
+
+    Raises:
+        HubUnavailableError: the hub is unreachable (or ``HF_HUB_OFFLINE`` is set), or a download fails (files already
+            downloaded are kept).
+    """
     dest = Path(dest).expanduser()
     wanted = _check_tasks(tasks)
     _check_hub(hub_timeout_s, f"data pull sgi-bench -> {dest}")

@@ -354,10 +354,17 @@ VIEWER_FIELDS = ("item_id", "model", "metric", "criterion", "value", "note")
 
 
 def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 0) -> dict[str, Any] | None:
-    """What the viewer's labelling form needs (``reports.viewer.build_viewer_data``'s ``labelling``) for the run's
-    judge and rubric metrics with item-level scores (None when it has none): ``{"metrics": [{name, kind, range,
-    description, criteria: [{name, description, anchors}], weights}], "default": metric name, "sample": {metric:
-    [[item_id, model], ...]}}`` (:data:`VIEWER_SAMPLE_N` random units per target model, ``seed`` as ``sgieval label``).
+    """What the viewer's labelling form needs (``reports.viewer.build_viewer_data``'s ``labelling``).
+
+    Args:
+        records: the run (``sgieval.load_run``).
+        specs: the run's metric specs by name (``sgieval.api.run_metric_specs``).
+        seed: the seed of each metric's random sample (as ``sgieval label --seed``).
+
+    Returns:
+        ``{"metrics": [{name, kind, range, description, criteria: [{name, description, anchors}], weights}],
+        "default": metric name, "sample": {metric: [[item_id, model], ...]}}`` (:data:`VIEWER_SAMPLE_N` random units
+        per target model) for judge and rubric metrics with item-level scores; None when the run has none.
     """
     from ..metric_pool import sample_units
 

@@ -56,7 +56,16 @@ def after_confirm(state: EvalState) -> str:
 
 
 async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any] | None:
-    """The estimate of a run confirmed with ``--yes`` (for the report), or None when it failed (logged)."""
+    """The estimate of a run confirmed with ``--yes``, for the report's cost section; one that fails is logged and the
+    run goes on.
+
+    Args:
+        state: the graph state after the customisation.
+        rt: the run context.
+
+    Returns:
+        The estimate, or None when it failed.
+    """
     try:
         return await estimate_step(state, rt)
     except Exception as e:  # noqa: BLE001 - the estimate informs the report; the run it describes goes on

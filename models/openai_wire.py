@@ -307,7 +307,15 @@ def chat_result(data: Any, model_name: str) -> ChatResult:
 
 
 def tool_parser(schema: Any) -> tuple[str, Runnable]:
-    """The tool name of ``schema`` and the parser of a reply's first call of it."""
+    """The tool name of ``schema`` and the parser of a reply's first call of it (into a pydantic ``schema``, else
+    a dict).
+
+    Args:
+        schema: a pydantic class, a JSON schema dict or anything ``convert_to_openai_tool`` takes.
+
+    Returns:
+        ``(tool name, parser)``.
+    """
     name = convert_to_openai_tool(schema)["function"]["name"]
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return name, PydanticToolsParser(tools=[schema], first_tool_only=True)
@@ -315,7 +323,17 @@ def tool_parser(schema: Any) -> tuple[str, Runnable]:
 
 
 def structured_runnable(llm: Runnable, parser: Runnable, include_raw: bool) -> Runnable:
-    """``llm | parser``, or with ``include_raw`` a runnable giving ``{"raw", "parsed", "parsing_error"}``."""
+    """``llm | parser``, or with ``include_raw`` a runnable giving ``{"raw", "parsed", "parsing_error"}`` (as
+    LangChain's chat models do).
+
+    Args:
+        llm: the bound chat model.
+        parser: the reply's parser.
+        include_raw: keep the raw reply and the parse error.
+
+    Returns:
+        The runnable.
+    """
     if not include_raw:
         return llm | parser
     parsed = RunnablePassthrough.assign(parsed=lambda x: parser.invoke(x["raw"]), parsing_error=lambda _: None)

@@ -13,8 +13,15 @@ from .format import fmt, fmt2
 
 
 def facet_section(ctx: ReportContext, facet: str) -> Section | None:
-    """The "By <facet>" section of the ranking metric: per value of the scored items, each model's mean (total and mean
-    for a count); None when they share one value."""
+    """The "By <facet>" section of the ranking metric (None when the scored items share one value).
+
+    Args:
+        ctx: the report context.
+        facet: an item facet (``discipline``, ``task``).
+
+    Returns:
+        The section, or None.
+    """
     spec, items, models = ctx.spec, ctx.by_id, ctx.model_order
     metric, show_total = spec.name, math.isinf(spec.range[1])
     groups = sorted({getattr(items[i], facet) for i in {s.item_id for s in ctx.scores} if i in items})

@@ -81,7 +81,14 @@ def count_phrase(n: int, noun: str = "item") -> str:
 
 
 def ordinal(n: int) -> str:
-    """``"1st"``, ``"2nd"``, ``"11th"``, ``"23rd"`` for a rank ``n`` >= 1."""
+    """``"1st"``, ``"2nd"``, ``"11th"``, ``"23rd"``.
+
+    Args:
+        n: a rank (>= 1).
+
+    Returns:
+        The ordinal.
+    """
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
@@ -91,7 +98,16 @@ _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
 
 def clip_reason(text: str, width: int = REASON_CHARS) -> str:
-    """A failure reason cut at a word boundary to ``width`` characters, ending in "…" and closing open brackets."""
+    """A failure reason short enough for a table cell: whole when it fits in ``width`` characters, else cut at
+    the last word boundary before ``width``, ending in "…" and closing every parenthesis or bracket left open.
+
+    Args:
+        text: the reason (one line; whitespace runs count as one space).
+        width: the most characters of the reason kept before the "…" (>= 1).
+
+    Returns:
+        The reason, e.g. ``"no judge gave a valid reply (openai:gpt-4.1: unparsable…)"``.
+    """
     one = " ".join(str(text).split())
     if len(one) <= width:
         return one

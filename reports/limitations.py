@@ -11,7 +11,15 @@ from .judges import judgement_sources, self_judged, self_preference
 
 
 def limitations(ctx: ReportContext, sgi_missing: list[str]) -> list[str]:
-    """The Limitations lines known before the sections are built (a builder's notes follow them)."""
+    """The Limitations lines known before the sections are built (a builder's notes follow them).
+
+    Args:
+        ctx: the report context, its statistics set.
+        sgi_missing: why an SGI-Score is unavailable, one line per group of models.
+
+    Returns:
+        The lines.
+    """
     items, ranked, judges, models = ctx.items, ctx.ranked, list(ctx.judges), ctx.models
     out = [
         f"{count_phrase(len(items))} selected; "

@@ -455,7 +455,17 @@ def by_metric(scores: Iterable[Score]) -> dict[str, list[Score]]:
 def model_means(
     scores: Iterable[Score], metric: str, models: list[str], leave_out: Collection[str] = frozenset()
 ) -> dict[str, float]:
-    """Each model's mean of its ok item-level ``metric`` values, leaving out the items ``leave_out``."""
+    """Each model's mean of its ok item-level ``metric`` values, leaving out the items ``leave_out``.
+
+    Args:
+        scores: the scores (any metric).
+        metric: a metric name.
+        models: the models (one without a value is left out).
+        leave_out: item ids not counted.
+
+    Returns:
+        model -> mean.
+    """
     vals: dict[str, list[float]] = {m: [] for m in models}
     for s in _item_scores(scores, metric):
         if s.model in vals and s.item_id not in leave_out:
@@ -464,7 +474,15 @@ def model_means(
 
 
 def ordered_by_mean(means: dict[str, float], higher_is_better: bool) -> list[str]:
-    """The models of ``means`` best first, equal means in name order."""
+    """The models of ``means`` best first, equal means in name order.
+
+    Args:
+        means: model -> mean.
+        higher_is_better: the metric's direction.
+
+    Returns:
+        The models.
+    """
     return sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
 
 

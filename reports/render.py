@@ -44,7 +44,16 @@ def _environment() -> Environment:
 
 
 def render_html(template: str, *, trim: bool = True, **values: Any) -> str:
-    """Fill the HTML template with ``values``, each escaped; ``trim``: Jinja2's trim_blocks and lstrip_blocks."""
+    """Fill the HTML template ``template`` with ``values``, every value escaped (Jinja2 autoescape).
+
+    Args:
+        template: the template file name.
+        trim: strip the newline after a block tag and the whitespace before it (``trim_blocks``, ``lstrip_blocks``).
+        values: the template's variables.
+
+    Returns:
+        The HTML text.
+    """
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=select_autoescape(["html", "j2"]),
@@ -73,7 +82,16 @@ def jsonable(x: Any) -> Any:
 
 
 def js_assign(name: str, data: Any) -> str:
-    """``window.<name> = <data as JSON>;``, a data file the viewer loads from ``file://``; ``</`` escaped."""
+    """``window.<name> = <data as JSON>;``: a data file the viewer loads with ``<script>`` (browsers refuse ``fetch``
+    from ``file://``); ``</`` is escaped so the text could also be inlined in a ``<script>``.
+
+    Args:
+        name: the global variable.
+        data: JSON-able data.
+
+    Returns:
+        The JavaScript line.
+    """
     return (
         f"window.{name} = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/") + ";\n"
     )

@@ -40,7 +40,15 @@ Reply = tuple[int, str, bytes]
 
 
 def viewer_files(folder: str | Path) -> dict[str, Path]:
-    """{path below the session root: file} of the viewer folder's files :class:`ViewerServer` serves (regular only)."""
+    """The files of a viewer folder that :class:`ViewerServer` serves.
+
+    Args:
+        folder: the viewer folder.
+
+    Returns:
+        ``index.html``, ``data.js``, ``text.js`` and ``figures/<name>.png`` -- regular files only, never a symbolic
+        link ({path relative to the session root: file}).
+    """
     folder = Path(folder)
     names = ["index.html", "data.js", "text.js"]
     figs = folder / "figures"

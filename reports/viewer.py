@@ -21,12 +21,28 @@ NOT_APPLICABLE = "not_applicable"
 
 
 def score_status(s: Score) -> str:
-    """The status the viewer shows for ``s``: its ``status``, or :data:`NOT_APPLICABLE`."""
+    """The status the viewer shows for ``s``: its ``status``, or :data:`NOT_APPLICABLE`.
+
+    Args:
+        s: a score.
+
+    Returns:
+        The status.
+    """
     return NOT_APPLICABLE if not_applicable(s) else s.status
 
 
 def record_flags(rec: Response | Score) -> list[str]:
-    """A record's flags beyond its status: truncated, empty, censored / missing, injection_suspected, its own flags."""
+    """Flags of a response or score beyond its status.
+
+    Args:
+        rec: a response or score.
+
+    Returns:
+        ``truncated`` (finish reason ``length``), ``empty``, ``censored`` / ``missing`` (a stored record stopped by an
+        error or empty), ``injection_suspected``, and the names under ``metadata``/``details`` ``"flags"``; no
+        duplicates.
+    """
     data = rec.model_dump()
     extra = data.get("metadata") or data.get("details") or {}
     out: list[str] = []
@@ -103,16 +119,32 @@ def build_viewer_data(
     labelling: dict[str, Any] | None = None,
     prompts: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(index, texts) for ``data.js`` and ``text.js`` from the run's records (a later record of one (item, model)
-    replaces an earlier one), ``report.json``'s data, the metric specs, the labelling form's needs (``cli/labels.py``)
-    and the judge prompts by hash (``RunStore.prompts()``).
+    """(index, texts) for ``data.js`` and ``text.js``.
 
-    index: ``run``, ``report``, ``models`` (the ranking's order first), ``metrics``, ``items`` ([id, benchmark, task,
-    discipline, direction, type, question] per item), ``answer_links``, ``rows`` ([item index, model index, response
-    status, flags, [score indices]] per (item, target model); item index -1 for corpus-level scores), ``scores`` ([row
-    index, metric index, value or None, status, flags, judge, {judge: value}] per score) and ``labelling``.  texts:
-    ``items`` ([prompt, reference, metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens, cost,
-    answers, metadata}]), ``scores`` ([rationale, evidence, error, details]), aligned with the index; ``prompts``."""
+    Args:
+        items: the run's items.
+        responses: its responses (a later record of one (item, model) replaces an earlier one).
+        scores: its scores.
+        report: the report's data (``report.json``; None when the run has no report).
+        config: the run's config.
+        specs: ``[{name, scale, hib, kind}]`` per metric.
+        labelling: what the item pages' labelling form needs, ``{"metrics": [{name, kind, range: [low, high],
+            description, criteria: [{name, description, anchors: {value: text}}], weights: {criterion: weight}}],
+            "default": metric name, "sample": {metric: [[item_id, model], ...]}}`` (None: no labelling form).
+        prompts: the run's judge prompts by hash (``RunStore.prompts()``: {hash: {hash, messages,
+            response_format}}; None or {}: the judge replies show no prompt).
+
+    Returns:
+        index: ``run`` (config), ``report``, ``models`` (the ranking's order first), ``metrics``, ``items`` ([id,
+        benchmark, task, discipline, direction, type, question] per item; question: :func:`question_text`),
+        ``answer_links`` (:func:`answer_links`), ``rows`` ([item index, model index, response status, flags, [score
+        indices]] per (item, target model); item index -1 for corpus-level scores), ``scores`` ([row index, metric
+        index, value or None, status, flags, judge, {judge: value}] per score) and ``labelling``.  texts: ``items``
+        ([prompt, reference, metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens, cost,
+        answers, metadata}]; ``answers``: one text per stored record of ``metadata["records"]``), ``scores``
+        ([rationale, evidence, error, details]), aligned with the index, and ``prompts`` ({hash: {messages,
+        response_format}} of the hashes the judge replies and ``metadata["judge_raw"]`` entries name).
+    """
     items = list(items)
     model_idx: dict[str, int] = {}
     for row in ((report or {}).get("ranking") or {}).get("rows") or []:  # the ranking's order first
@@ -274,8 +306,24 @@ def _mentions(text: str, names: Iterable[str]) -> list[str]:
 def answer_links(
     report: dict[str, Any] | None, items: list[Item], values: dict[str, dict[str, dict[str, Any]]]
 ) -> dict[str, dict[str, Any]]:
-    """``{sentence: {"models", "metric", "facet", "value", "flags", "ids", "items"}}``: the items behind each sentence
-    of the report's Answer (of the facet value, metric, models and flags it names; ``ids`` the item ids it names)."""
+    """The items behind each sentence of the report's Answer (verdict, how sure, where it differs, caveats).
+
+    A sentence names target models, a metric, a facet value (a discipline, direction, task, type or
+    benchmark of the run's items), record flags (:data:`ITEM_FLAGS`) and item ids; its items are the run's
+    items with that facet value (every item when it names none) that the metric scored for every model it
+    names (any model when it names none), restricted to the items carrying a named flag.  The metric is
+    the first one it names, else the ranking's metric.
+
+    Args:
+        report: ``report.json`` data (None: no Answer, no links).
+        items: the run's items.
+        values: :func:`scores_by_item` of the index.
+
+    Returns:
+        ``{sentence: {"models": [names, in the sentence's order], "metric": name, "facet": field or None,
+        "value": facet value or None, "flags": [flags], "ids": [item ids the sentence names], "items":
+        [item ids behind it, in the run's order]}}`` for each sentence with at least one item behind it.
+    """
     ans = (report or {}).get("answer") or {}
     sentences = [ans.get("verdict") or "", *(ans.get("how_sure") or []), *(ans.get("where") or [])]
     sentences += list(ans.get("caveats") or [])

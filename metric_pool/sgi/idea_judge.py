@@ -77,9 +77,17 @@ def _verdict(m: re.Match) -> str:
 
 
 def vote_match(text: str, dim: str) -> re.Match[str] | None:
-    """The vote on ``dim`` that :func:`parse_votes` reads in ``text`` (A.2), first match, case-insensitive: (1) ``Name :
-    [Win A|B]``; (2) ``Name : Win A|B`` and whitespace; (3) the first "Win A|B" later on the name's line. Group 1 holds
-    the verdict; None when there is no vote."""
+    """The vote for dimension ``dim`` that :func:`parse_votes` reads in ``text`` (A.2), case-insensitive, first match in
+    the whole text: (1) ``Name : [Win A|B]``; (2) ``Name : Win A|B`` followed by whitespace; (3) the first "Win A|B"
+    later on the name's line.  Group 1 holds the verdict; None when there is no vote.
+
+    Args:
+        text: a judge reply, or a candidate idea checked for vote lines.
+        dim: one of :data:`DIMENSIONS`.
+
+    Returns:
+        The match, or None.
+    """
     name = dim.capitalize()
     return (
         re.search(rf"{name}\s*:\s*\[\s*(Win\s*A|Win\s*B)\s*\]", text, re.IGNORECASE)

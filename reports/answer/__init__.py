@@ -143,8 +143,19 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
 
 
 def kind_lead(ctx: ReportContext, where: list[str], asked_where: bool = False) -> tuple[str, str]:
-    """``(label, text)`` of the Answer's first item for the question kind (``header["question_kind"]``, else ``where``
-    when ``asked_where``); ``("", "")`` for a ranking or how-good question, or fewer than two ranked models."""
+    """The Answer's first item for the question kind the questioning agent understood (``header["question_kind"]``;
+    without one, ``where`` when a section says the request asks where): ``yes_no`` (:func:`.kinds.yes_no`),
+    ``how_much`` (:func:`.kinds.how_much`), ``where`` (``where`` then :func:`.disagree.where_lead`) and ``why``
+    (:func:`.criteria.why`).
+
+    Args:
+        ctx: the report context, its statistics set.
+        where: the "Where it differs" sentences of the sections, the other metrics and the variants.
+        asked_where: a section found the request asks where the models differ.
+
+    Returns:
+        ``(label, text)``; ``("", "")`` for a ranking or a how-good question, or with fewer than two ranked models.
+    """
     kind = str(ctx.header.get("question_kind", "") or ("where" if asked_where else ""))
     if len(ctx.ranked) < 2 or ctx.pool is None:
         return "", ""

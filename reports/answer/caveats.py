@@ -23,8 +23,16 @@ __all__ = ["coverage_sentence", "fact_caveats", "ranking_caveats", "sensitivity_
 
 
 def coverage_sentence(cov: Coverage, spec: MetricSpec) -> str | None:
-    """The coverage sentence when the orders on the shared items, on each model's own items and with failures counted
-    as wrong are not all the same; None when they agree."""
+    """One Answer sentence with the numbers when the order on the shared items, on each model's own items and
+    with failures counted as wrong are not all the same; None when they agree (or coverage does not differ).
+
+    Args:
+        cov: the Coverage.
+        spec: the ranking metric.
+
+    Returns:
+        The sentence, or None.
+    """
     if not cov.differs:
         return None
     hib = spec.higher_is_better
@@ -135,8 +143,22 @@ def fact_caveats(
     stand_in: str = "",
     focus: str | None = None,
 ) -> list[str]:
-    """The caveats computed from the scores: the stand-in metric, a dominating item, sensitivity, who judged,
-    self-preference."""
+    """The caveats computed from the scores: the stand-in metric and why, a mean dominated by one item, the
+    sensitivity of the order to censored or missing stored records, who judged (stored or live), self-preference.
+
+    Args:
+        scores: the run's scores.
+        spec: the ranking metric.
+        names: the ranked models, best first.
+        leaders: the models sharing first place.
+        judges: the run's judges.
+        allow_self_judge: whether ``--allow-self-judge`` was set.
+        stand_in: why the ranking metric stands in for the asked quality ("" when it measures it).
+        focus: the one model the request asks about.
+
+    Returns:
+        The sentences.
+    """
     grouped = by_metric(scores)
     out: list[str] = []
     if stand_in:

@@ -15,8 +15,18 @@ __all__ = ["criterion_values", "why"]
 
 
 def criterion_values(ctx: ReportContext, spec: MetricSpec, model: str) -> dict[str, dict[str, float]]:
-    """name -> item id -> value of what two models' difference can be split into: a rubric's criteria (0-10), else every
-    other item-level metric that is not a variant of ``spec``."""
+    """What the difference between two models can be split into, for ``model``: for a rubric metric, criterion ->
+    item id -> its 0-10 score; else every other metric with item-level values (not a variant of ``spec``) ->
+    item id -> value.
+
+    Args:
+        ctx: the report context.
+        spec: the ranking metric.
+        model: a target model.
+
+    Returns:
+        name -> item id -> value.
+    """
     out: dict[str, dict[str, float]] = {}
     if spec.kind == "rubric":
         for s in ctx.grouped.get(spec.name, []):

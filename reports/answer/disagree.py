@@ -19,8 +19,18 @@ SPREAD_ITEMS = 5  # items of the widest spread the Answer names
 
 
 def facet_tests(ctx: ReportContext, a: str, b: str) -> list[tuple[str, str, Any]]:
-    """``(facet, value, PairedResult)`` of ``a`` against ``b`` per facet value's items (each item set once, 2+ items),
-    then per rubric criterion."""
+    """The paired test of ``a`` against ``b`` on each facet value's items (facets with two or more values among the
+    items both scored; a value whose items another facet's value already holds is left out), then on each
+    criterion of a rubric ranking metric.
+
+    Args:
+        ctx: the report context, its statistics set.
+        a: a ranked model.
+        b: another.
+
+    Returns:
+        ``(facet, value, PairedResult)`` per value with at least 2 shared items.
+    """
     spec = ctx.spec
     va, vb = (item_values(ctx.ranking_scores, m, spec.name) for m in (a, b))
     out: list[tuple[str, str, Any]] = []
@@ -118,7 +128,15 @@ def _flip_sentence(ctx: ReportContext, a: str, b: str, raw: float) -> str:
 
 
 def where_lead(ctx: ReportContext) -> list[str]:
-    """The Answer's "where" sentences (module doc); [] with fewer than two ranked models."""
+    """The Answer's "where" sentences (module doc): facet values with Holm-adjusted tests, widest-spread items and
+    items where the order flips; [] with fewer than two ranked models.
+
+    Args:
+        ctx: the report context, its statistics set.
+
+    Returns:
+        The sentences.
+    """
     pair = question_pair(ctx)
     if pair is None or ctx.pool is None:
         return []

@@ -81,7 +81,16 @@ def how_sure(
 
 
 def order_note(pairs: list[dict[str, Any]]) -> str:
-    """What the full order does not settle: non-adjacent pairs untested, p-values unadjusted ("" under two pairs)."""
+    """What the full order of :func:`separated_order` does not settle, for a ranking with more than one adjacent
+    pair: non-adjacent pairs are not tested, and the p-values are not adjusted for multiple comparisons ("" for
+    one pair or none).
+
+    Args:
+        pairs: the adjacent-rank tests (:func:`pair_entry`).
+
+    Returns:
+        One sentence, or "".
+    """
     if len(pairs) < 2:
         return ""
     n_tests = sum(1 for p in pairs if p.get("p") is not None)

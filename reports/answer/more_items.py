@@ -15,8 +15,24 @@ __all__ = ["MIN_ITEMS_FOR_P05", "items_needed_sentence", "price_per_item", "smal
 
 
 def items_needed_sentence(ctx: ReportContext) -> str:
-    """How many more items would let the paired test separate the top two (``items_to_separate``: 5% two-sided, power
-    80%, at least :data:`MIN_ITEMS_FOR_P05`), their cost and whether the catalog holds them; "" when not needed."""
+    """The Answer's sentence on how many more items would separate the top two when the paired test does not
+    (p >= 0.05), and what they would cost; "" when the top two are separated, untested or corpus-level.
+
+    The top two are the two models of a tie for first, or the leader and a runner-up alone in second place (a
+    shared second place has no one runner-up: no sentence).  The count is ``metric_pool.stats.items_to_separate``
+    (``ctx.pool``) on their paired per-item differences (level 5% two-sided, power 80%), raised to the fewest
+    items with which the paired permutation test can reach p < 0.05 at all when the run's items cannot
+    (:func:`smallest_permutation_p`: 4 items give at least p = 0.125), which the sentence then says.  The price
+    per item is :func:`price_per_item`; with ``header["n_matching"]`` (the catalog's items matching the run's
+    filters) the sentence says whether the catalog holds the items needed.
+
+    Args:
+        ctx: the report context (the ranking metric's scores the ranking compares, its tie groups and
+            adjacent-pair tests, the usage summary, the paired test's resamples).
+
+    Returns:
+        One sentence, or "".
+    """
     pool, spec, usage, n_items = ctx.pool, ctx.spec, ctx.usage, len(ctx.items)
     assert pool is not None, "the reporting agent sets ctx.pool"
     n_matching = ctx.header.get("n_matching")
@@ -104,8 +120,22 @@ MIN_ITEMS_FOR_P05 = 6
 
 
 def smallest_permutation_p(diffs: Sequence[float], n_resamples: int = 10000) -> float:
-    """The smallest p, in (0, 1], the two-sided sign-flip permutation test can give on ``diffs``: exact (2**n <=
-    ``n_resamples``) 2/2^(n - z) for z zero differences, else 2/(n_resamples + 1); 1.0 for all zeros or one item."""
+    """The smallest p the report's paired test (:func:`sgieval.metric_pool.stats.paired_test`, the two-sided
+    sign-flip permutation test of the mean difference, scipy ``permutation_test(permutation_type="samples")``)
+    can give on ``len(diffs)`` items, whatever their differences' magnitudes.
+
+    Exact enumeration (2**n <= ``n_resamples``): only the observed signs and their full flip reach the observed
+    |mean| when every nonzero difference has one sign, and flipping a difference of 0 changes nothing, so
+    p_min = 2 x 2^z / 2^n = 2/2^(n - z) for z differences of 0.  Randomised (2**n > ``n_resamples``): scipy's
+    p = 2 (1 + #resamples at least as extreme) / (n_resamples + 1) is at least 2/(n_resamples + 1).
+
+    Args:
+        diffs: the per-item paired differences (finite).
+        n_resamples: the test's resamples (>= 1).
+
+    Returns:
+        The smallest attainable p, in (0, 1]; 1.0 when every difference is 0 or there is one item.
+    """
     n, z = len(diffs), sum(1 for d in diffs if d == 0)
     if n - z == 0 or n == 1:
         return 1.0

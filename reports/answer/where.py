@@ -47,7 +47,14 @@ NEAR_TIE = 0.10
 
 
 def item_link(item_id: str) -> str:
-    """The item's page in the run's HTML viewer, relative to the run folder."""
+    """The item's page in the run's HTML viewer (``sgieval view`` writes ``viewer/index.html`` in the run folder).
+
+    Args:
+        item_id: an item id.
+
+    Returns:
+        The relative link.
+    """
     return f"viewer/index.html#/item/{quote(item_id, safe='')}"
 
 
@@ -117,13 +124,33 @@ def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any
 
 
 def group_text(r: Any, group: list[str], paren: bool = True) -> str:
-    """``a = b (0.50)`` (``a = b 0.50`` without ``paren``): a tie group of the facet value row ``r`` with its mean."""
+    """``a = b (0.50)`` (``a = b 0.50`` without ``paren``): a tie group of the facet value ``r``
+    (``metric_pool.differences.FacetValue``) with its mean, shared at the printed precision.
+
+    Args:
+        r: the facet value's row.
+        group: models of one group.
+        paren: the mean in parentheses.
+
+    Returns:
+        The text.
+    """
     mean = next(mean for m, mean, _n in r.order if m == group[0])
     return f"{' = '.join(group)} ({fmt2(mean)})" if paren else f"{' = '.join(group)} {fmt2(mean)}"
 
 
 def main_facet(tables: dict[str, list[Any]], request: str, facets: list[str]) -> str:
-    """The facet the Answer speaks of first: the one the request names, else the one with the most values."""
+    """The facet the Answer speaks of first: the one the request names, else the one with the most values (the
+    finest split; ties by the order of ``facets``).
+
+    Args:
+        tables: facet -> its rows.
+        request: the request.
+        facets: every facet, in order.
+
+    Returns:
+        The facet.
+    """
     named = [f for f in tables if FACET_WORDS.get(f) and FACET_WORDS[f].search(request or "")]
     return named[0] if named else max(tables, key=lambda f: (len(tables[f]), -facets.index(f)))
 
@@ -139,8 +166,24 @@ def facet_sentences(
     values: dict[str, dict[str, float]],
     facet_of: dict[str, str],
 ) -> list[str]:
-    """The sentences of the "Who wins where" tables (``main`` first): where the winner is not first, where its lead
-    comes from (``lead``: ``metric_pool.differences.lead_sources``), where the models differ most, near-ties, ties."""
+    """The Answer's sentences from the "Who wins where" tables.
+
+    Args:
+        tables: facet -> its rows (``metric_pool.differences.FacetValue``), ``main`` first in the sentences.
+        main: the facet of :func:`main_facet`.
+        spec: the ranking metric.
+        ranked: (model, overall mean), best first.
+        winner: the single overall leader, None when first place is shared.
+        separated: whether the paired test separates the leader from the runner-up.
+        lead: where the leader's lead over the second comes from, by value of ``main``
+            (``metric_pool.differences.lead_sources``).
+        values: model -> item id -> value.
+        facet_of: item id -> its value of ``main``.
+
+    Returns:
+        The sentences: where the winner is not first, where its lead comes from, where the models differ most, the
+        near-ties and the ties.
+    """
     unit = f"{spec.name} per item"
     order = [main, *[f for f in tables if f != main]]
     out: list[str] = []
@@ -280,7 +323,20 @@ def metric_disagreement(
     leaders: list[str],
     focus: str | None,
 ) -> list[str]:
-    """The sentence naming the other metrics that put another model first (with an item dominating its mean), or []."""
+    """The sentence naming the other metrics that put another model first (with an item that dominates that
+    model's mean, and its median), [] when they agree.
+
+    Args:
+        scores: the run's scores.
+        specs: every metric of the run.
+        spec: the ranking metric.
+        names: the ranked models, best first.
+        leaders: the models sharing first place.
+        focus: the one model the request asks about (its first-ranked model is then compared).
+
+    Returns:
+        One sentence, or none.
+    """
     if len(names) < 2:
         return []
     grouped = by_metric(scores)

@@ -12,7 +12,17 @@ from . import section
 
 
 def cached_share_text(summ: dict[str, Any]) -> str:
-    """The prompt-caching sentence of a ``Ledger.summary()``; "" when no provider reported cached input tokens."""
+    """The sentence on prompt caching of a ledger summary, "" when no provider reported cached input tokens.
+
+    Args:
+        summ: ``Ledger.summary()``: ``rows`` and ``total`` with ``input_tokens`` and ``cache_read_tokens`` (the
+            input tokens a provider served from its prompt cache, part of ``input_tokens``).
+
+    Returns:
+        E.g. "Prompt caching: 1,200 of 2,000 input tokens (60.0%) were served from the providers' prompt caches,
+        priced at the cached rate where the price is known (...); by model and role: openai:judge (judge) 75.0% of
+        1,600."
+    """
     total = summ.get("total") or {}
     cached, inp = int(total.get("cache_read_tokens") or 0), int(total.get("input_tokens") or 0)
     if not cached or not inp:

@@ -80,8 +80,28 @@ def where_report(
     leaders: list[str] | None = None,
     separated: bool = True,
 ) -> WhereReport | None:
-    """The "Who wins where" section and sentences for ``spec``; ``separated``: whether the paired test separates the
-    single leader from the runner-up; None with fewer than two ranked models or no facet with two values."""
+    """The "Who wins where" section and sentences for the ranking metric ``spec``.
+
+    Args:
+        request: the request (whether it asks where, and which facet it names).
+        items: the selected items (their facets).
+        scores: the run's scores (only ``spec``'s ok item-level ones are read).
+        spec: the ranking metric.
+        ranked: (model, overall mean) in ranking order, best first.
+        pool: the metric pool's facet statistics (``facet_winners``, ``lead_sources``, ``order_departures``).
+        n_resamples: resamples of the paired tests.
+        seed: their seed.
+        limit: how many items the departures list shows.
+        leaders: the models sharing first place overall (default: those with the top mean exactly); with more
+            than one there is no single overall winner to place per facet value.
+        separated: whether the paired test separates the single leader from the runner-up (the Answer's
+            verdict test); when not, the leader is called the model with the highest overall mean, never "first
+            overall".
+
+    Returns:
+        A :class:`WhereReport`, or None when fewer than two models are ranked or no facet has two values among the
+        scored items (nothing differs by facet).
+    """
     if len(ranked) < 2:
         return None
     models = [m for m, _ in ranked]
