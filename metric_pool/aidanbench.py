@@ -4,7 +4,7 @@ B.6, B.7, C.7, D.6, D.15), and the B.5 stop rule.  Each spec's description gives
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..core import CORPUS, OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec, Response, Score
 from .base import Metric, ScoringContext
@@ -27,13 +27,7 @@ LLM_STOP = "llm_dissimilarity_threshold"
 
 
 def _spec(name: str, **kw: Any) -> MetricSpec:
-    base: dict[str, Any] = {
-        "tasks": [OPEN_CREATIVITY],
-        "kind": "objective",
-        "higher_is_better": True,
-        "benchmark": "sciaidanbench",
-    }
-    return MetricSpec(name=name, **{**base, **kw})
+    return MetricSpec(name=name, tasks=[OPEN_CREATIVITY], benchmark=BENCHMARK, **kw)
 
 
 ACCEPTED = _spec(
@@ -46,20 +40,18 @@ ACCEPTED = _spec(
     "Model score = sum over questions.",
     source=SRC,
 )
+
+_COUNT: dict[str, Any] = {"range": (0, float("inf")), "variant_of": ACCEPTED.name, "unit": "answers"}
 PUBLISHED = _spec(
     "aidan_published_count",
-    range=(0, float("inf")),
-    variant_of="aidan_accepted_answers",
-    unit="answers",
+    **_COUNT,
     description="Published count per question (SciAidanBench analysis/utils.py, the published figures): "
     "len(list) including the rejected terminating answer; normally accepted + 1. Model score = sum over questions.",
     source=SRC,
 )
 README_SCORE = _spec(
     "aidan_readme_score",
-    range=(0, float("inf")),
-    variant_of="aidan_accepted_answers",
-    unit="answers",
+    **_COUNT,
     description="AidanBench README score S(q): the largest n such that answers 1..n of the list all have "
     "coherence C > tau_c (15) and embedding novelty N > tau_n (0.15), i.e. the accepted answers without the "
     "terminating one; summed over a question's stored lists. Model score = sum over questions.",
@@ -67,9 +59,7 @@ README_SCORE = _spec(
 )
 LEADERBOARD = _spec(
     "aidan_leaderboard_score",
-    range=(0, float("inf")),
-    variant_of="aidan_accepted_answers",
-    unit="answers",
+    **_COUNT,
     description="AidanBench plot.py (leaderboard) count per question: walk the list and stop at the first answer "
     "with N < 0.15 or coherence < 15; the answers before it count (LLM novelty ignored; coherence exactly 15 "
     "counts); summed over the question's lists of one temperature, the largest over temperatures. The "
@@ -78,9 +68,7 @@ LEADERBOARD = _spec(
 )
 LEADERBOARD_TOTAL = _spec(
     "aidan_leaderboard_total",
-    range=(0, float("inf")),
-    variant_of="aidan_accepted_answers",
-    unit="answers",
+    **_COUNT,
     description="AidanBench plot.py leaderboard score of a model (corpus level, a total, not a mean): the sum "
     "over questions of the aidan_leaderboard_score counts at one temperature, maximised over temperatures.",
     source=SRC_AIDAN + " (plot.py)",
@@ -197,28 +185,27 @@ def _num(r: dict[str, Any], key: str) -> float | None:
     return None if v is None or isinstance(v, bool) else float(v)
 
 
-def readme_score(records: Sequence[dict[str, Any]], tau_c: float = TAU_C, tau_n: float = TAU_N) -> int:
-    """AidanBench README S(q) of one list (METRICS.md B.6): the largest n such that records 1..n all have coherence >
-    ``tau_c`` and embedding novelty > ``tau_n`` (a missing value ends the prefix)."""
+def _prefix(records: Sequence[dict[str, Any]], ok: Callable[[float, float], bool]) -> int:
+    """How many records from the first have coherence and novelty and pass ``ok(coherence, novelty)``."""
     n = 0
     for r in records:
         c, nov = _num(r, "coherence_score"), _num(r, "embedding_dissimilarity_score")
-        if c is None or nov is None or not (c > tau_c and nov > tau_n):
+        if c is None or nov is None or not ok(c, nov):
             break
         n += 1
     return n
+
+
+def readme_score(records: Sequence[dict[str, Any]], tau_c: float = TAU_C, tau_n: float = TAU_N) -> int:
+    """AidanBench README S(q) of one list (METRICS.md B.6): the largest n such that records 1..n all have coherence >
+    ``tau_c`` and embedding novelty > ``tau_n`` (a missing value ends the prefix)."""
+    return _prefix(records, lambda c, nov: c > tau_c and nov > tau_n)
 
 
 def leaderboard_count(records: Sequence[dict[str, Any]]) -> int:
     """AidanBench ``plot.py`` count of one list (METRICS.md B.6): the records before the first one with embedding
     novelty < 0.15 or coherence < 15 (LLM novelty ignored; a missing value ends the walk)."""
-    n = 0
-    for r in records:
-        c, nov = _num(r, "coherence_score"), _num(r, "embedding_dissimilarity_score")
-        if c is None or nov is None or nov < TAU_N or c < TAU_C:
-            break
-        n += 1
-    return n
+    return _prefix(records, lambda c, nov: not (nov < TAU_N or c < TAU_C))
 
 
 def pooled_values(

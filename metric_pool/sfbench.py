@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from ..core import FEASIBILITY, Item, MetricSpec, Response, Score, verdict_word
 from .answers import normalise_text
@@ -25,6 +25,7 @@ SRC = 'DATASETS.md "SFBench" (SFBench, JHU APL 2026); METRICS.md D.5, D.7'
 
 CORRECTNESS_LEVELS = {"sound": 5, "mostly sound": 4, "mixed": 3, "mostly unsound": 2, "unsound": 1}
 COMPLETENESS_LEVELS = {"complete": 5, "strong": 4, "adequate": 3, "weak": 2, "incomplete": 1}
+LEVELS = {"correctness": CORRECTNESS_LEVELS, "completeness": COMPLETENESS_LEVELS}
 
 KAPPA_UNDEFINED = "kappa undefined: fewer than two distinct labels on both sides"
 
@@ -273,15 +274,10 @@ class ExplanationVerdict(BaseModel):
     correctness: str = Field(description="one of: Sound, Mostly Sound, Mixed, Mostly Unsound, Unsound")
     completeness: str = Field(description="one of: Complete, Strong, Adequate, Weak, Incomplete")
 
-    @field_validator("correctness")
+    @field_validator("correctness", "completeness")
     @classmethod
-    def _corr(cls, v: Any) -> str:
-        return _level(v, CORRECTNESS_LEVELS, "correctness")
-
-    @field_validator("completeness")
-    @classmethod
-    def _comp(cls, v: Any) -> str:
-        return _level(v, COMPLETENESS_LEVELS, "completeness")
+    def _known(cls, v: Any, info: ValidationInfo) -> str:
+        return _level(v, LEVELS[str(info.field_name)], str(info.field_name))
 
 
 JUDGE_SYSTEM = """You grade the explanation a system gave for its feasibility rating of a materials-science claim (SFBench).
@@ -350,33 +346,26 @@ class SFBenchExplanation(Metric):
             return self.failed(item, response, "parse_error", "the reply has no explanation to judge")
         msgs = judge_messages(item, pred, expl)
         k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
-        fields = ((CORRECTNESS, "correctness", CORRECTNESS_LEVELS), (COMPLETENESS, "completeness", COMPLETENESS_LEVELS))
         asked = await ask_repeats(judges, k, msgs, ExplanationVerdict, candidate=response.text, value=lambda p: 0.0)
         evidence, errors = asked.evidence, asked.errors
         verdicts: dict[str, ExplanationVerdict] = asked.parsed  # with repeats: each judge's last repeat that parsed
-        got = {
-            f: [
-                Draw(d.judge, d.repeat, None if p is None else levels[getattr(p, f)], d.error)
-                for d, p in zip(asked.draws, asked.replies)
-            ]
-            for _, f, levels in fields
-        }
         names = ",".join(j.name for j in judges)
         if not verdicts:
             return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
         out = []
-        for spec, field_, _levels in fields:
-            per = judge_means(got[field_])  # each judge's mean level over its repeats that parsed (k = 1: its level)
+        for spec, field_ in ((CORRECTNESS, "correctness"), (COMPLETENESS, "completeness")):
+            got = [
+                Draw(d.judge, d.repeat, None if p is None else LEVELS[field_][getattr(p, field_)], d.error)
+                for d, p in zip(asked.draws, asked.replies)
+            ]
+            per = judge_means(got)  # each judge's mean level over its repeats that parsed (k = 1: its level)
             labels = {n: getattr(v, field_).title() for n, v in verdicts.items()}
             value = sum(per.values()) / len(per)
             why = " | ".join(f"{n}: {labels[n]}. {v.rationale}" for n, v in verdicts.items())
             details = {"labels": labels, "levels": per, "judge_values": per, "judge_errors": errors}
-            details |= repeat_details(got[field_], k)
-            out.append(
-                score_for(
-                    item, response, spec.name, value, rationale=why, judge=names, evidence=evidence, details=details
-                )
-            )
+            details |= repeat_details(got, k)
+            fields = {"rationale": why, "judge": names, "evidence": evidence, "details": details}
+            out.append(score_for(item, response, spec.name, value, **fields))
         return out
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
