@@ -7,7 +7,7 @@ from .errors import validation_errors_text
 from .errors import OfflineError, problem_to_input_error, RunStoppedError, SandboxUnavailableError
 from .errors import SgievalError, TamperedFileError, ToolError
 from .files import atomic_write_text, disk_error, escape_control_chars, is_disk_full, json_loads_strict, lone_surrogate
-from .files import plain_name, read_bytes_in, read_text_in, repair_text, slug_name, split_jsonl, write_bytes_in
+from .files import read_bytes_in, read_text_in, repair_text, slug_name, split_jsonl, write_bytes_in
 from .files import write_text_in
 from .secrets import redact_secrets, redact_url, SecretValues, url_secrets
 from .modelref import ModelRef, same_model
@@ -25,13 +25,13 @@ from .replies import final_text, join_reasoning, judge_number, refusal_text, rep
 from .store import BUDGET_STOP_NOTE, REPORT_PENDING, run_holder, RUN_LOCK, RunStore
 from .store import sync_open_stores
 from .statefile import check_state_file, read_sqlite
+from .lazy import lazy_exports
 
 _LAZY = {
     name: module
     for module, names in {
         "settings": "Settings current_settings load_settings use_settings ENV_NAMES",
         "logs": "get_logger run_logging log_traceback",
-        "lazy": "lazy_exports",
         "offload": "call_in_worker worker_active submit_to_worker",
         "files": "find_links open_append_in replace_dir_in",
         "modelref": "add_prefix known_prefixes",
@@ -47,7 +47,7 @@ _LAZY = {
 __all__ = ["CacheCorruptError", "CredentialsError", "DataNotFoundError", "FieldProblem", "InputError", "ModelCallError"]
 __all__ += ["OfflineError", "problem_to_input_error", "RunStoppedError", "SandboxUnavailableError"]
 __all__ += ["SgievalError", "TamperedFileError", "ToolError", "atomic_write_text", "disk_error", "escape_control_chars"]
-__all__ += ["is_disk_full", "json_loads_strict", "lone_surrogate", "plain_name", "read_bytes_in", "read_text_in"]
+__all__ += ["is_disk_full", "json_loads_strict", "lone_surrogate", "read_bytes_in", "read_text_in"]
 __all__ += ["repair_text", "slug_name", "split_jsonl", "write_bytes_in", "write_text_in", "redact_secrets"]
 __all__ += ["validation_errors_text"]
 __all__ += ["redact_url", "SecretValues", "url_secrets", "ModelRef", "same_model", "prompt_hash", "prompt_record"]
@@ -65,10 +65,4 @@ __all__ += ["replace_dir_in", "log_traceback", "add_prefix", "known_prefixes", "
 __all__ += ["ConsoleProcess", "run_begins", "FLAGS", "is_own_run", "is_trusted", "remember_run", "ENV_NAMES"]
 __all__ += ["remember", "sensitive_settings", "RetriesExhausted", "RetryPolicy", "aretry", "backoff_s", "retry_after_s"]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

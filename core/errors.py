@@ -60,11 +60,12 @@ class SandboxUnavailableError(ToolError):
     """No safe sandbox backend can start (e.g. bubblewrap missing)."""
 
 
-def validation_errors_text(e: BaseException) -> str | None:
+def validation_errors_text(e: BaseException, most: int | None = None) -> str | None:
     """The problems of a pydantic ``ValidationError`` as one line, ``"field.sub: message; ..."``.
 
     Args:
         e: the exception.
+        most: how many problems at most (None: all).
 
     Returns:
         The line, or None when ``e`` has no readable ``errors()``.
@@ -74,7 +75,8 @@ def validation_errors_text(e: BaseException) -> str | None:
         return None
     try:
         return "; ".join(
-            (f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x.get("msg", "")) for x in errors()
+            (f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x.get("msg", ""))
+            for x in errors()[:most]
         )
     except Exception:  # noqa: BLE001 - an errors() of another shape: the caller falls back to the text
         return None

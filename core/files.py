@@ -19,34 +19,13 @@ from typing import BinaryIO, Iterator
 
 from .errors import InputError
 
-__all__ = ["PLAIN_NAME", "plain_name", "slug_name", "atomic_write_text", "disk_error", "is_disk_full"]
+__all__ = ["PLAIN_NAME", "slug_name", "atomic_write_text", "disk_error", "is_disk_full"]
 __all__ += ["escape_control_chars", "json_loads_strict", "split_jsonl", "find_links", "link_error", "write_bytes_in"]
 __all__ += ["write_text_in", "read_bytes_in", "read_text_in", "open_append_in", "open_update_in", "replace_dir_in"]
 __all__ += ["lone_surrogate", "repair_text", "repair_deep"]
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 """A run id: letters, digits, ``.``, ``_``, ``-``; starts with a letter or digit; at most 200 characters."""
-
-
-def plain_name(value: str) -> str:
-    """``value`` when it is a plain folder name (:data:`PLAIN_NAME`, no ``..``).
-
-    Args:
-        value: the run id.
-
-    Returns:
-        ``value``.
-
-    Raises:
-        InputError: otherwise (``"../victim"`` would move a run out of its folder).
-    """
-    if not isinstance(value, str) or not PLAIN_NAME.fullmatch(value) or ".." in value:
-        raise InputError(
-            f"{value!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
-            what="run_id",
-            fix="use a run id such as 20260101-120000-chemistry-ab12",
-        )
-    return value
 
 
 def slug_name(name: str, what: str = "name") -> str:
@@ -517,16 +496,11 @@ def repair_deep(value: object) -> tuple[object, bool]:
     if isinstance(value, str):
         return repair_text(value)
     if isinstance(value, dict):
-        out, changed = {}, False
-        for k, v in value.items():
-            k2, c1 = repair_deep(k)
-            v2, c2 = repair_deep(v)
-            out[k2] = v2
-            changed = changed or c1 or c2
-        return (out if changed else value), changed
-    if isinstance(value, (list, tuple)):
+        pairs = [(repair_deep(k), repair_deep(v)) for k, v in value.items()]
+        if any(ck or cv for (_, ck), (_, cv) in pairs):
+            return {k: v for (k, _), (v, _) in pairs}, True
+    elif isinstance(value, (list, tuple)):
         items = [repair_deep(v) for v in value]
         if any(c for _, c in items):
             return type(value)(v for v, _ in items), True
-        return value, False
     return value, False

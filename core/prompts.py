@@ -31,13 +31,7 @@ def prompt_hash(
     Returns:
         A lower-case hex string; equal prompts give equal hashes.
     """
-    body: dict[str, Any] = {"messages": list(messages), "response_format": response_format}
-    if tools:
-        body["tools"] = list(tools)
-    if tool_choice is not None:
-        body["tool_choice"] = tool_choice
-    data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:PROMPT_HASH_CHARS]
+    return prompt_record(messages, response_format, tools, tool_choice)["hash"]
 
 
 def prompt_record(
@@ -57,14 +51,11 @@ def prompt_record(
     Returns:
         The record as a JSON-ready dict.
     """
-    out: dict[str, Any] = {
-        "hash": prompt_hash(messages, response_format, tools, tool_choice),
-        "messages": [dict(m) for m in messages],
-    }
-    if response_format is not None:
-        out["response_format"] = response_format
+    body: dict[str, Any] = {"messages": [dict(m) for m in messages], "response_format": response_format}
     if tools:
-        out["tools"] = [dict(t) for t in tools]
+        body["tools"] = [dict(t) for t in tools]
     if tool_choice is not None:
-        out["tool_choice"] = tool_choice
-    return out
+        body["tool_choice"] = tool_choice
+    data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:PROMPT_HASH_CHARS]
+    return {"hash": digest, **{k: v for k, v in body.items() if v is not None}}

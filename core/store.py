@@ -11,7 +11,7 @@ from typing import Any, BinaryIO, Sequence
 
 from pydantic import BaseModel
 
-from .errors import InputError
+from .errors import InputError, validation_errors_text
 from .files import atomic_write_text, find_links, link_error, open_append_in, open_update_in, read_bytes_in
 from .files import read_text_in, slug_name, split_jsonl
 from .records import Item, Label, Response, Score
@@ -116,29 +116,10 @@ class RunStore:
     to send), ``invocations`` (one per ``ask``/``resume``/``ask --into``), ``prompts`` (one judge prompt per hash)."""
 
     WRITTEN = (
-        "items.jsonl",
-        "responses.jsonl",
-        "scores.jsonl",
-        "added_judge_scores.jsonl",
-        "ledger.jsonl",
-        "inflight.jsonl",
-        "invocations.jsonl",
-        "prompts.jsonl",
-        "labels.jsonl",
-        "batches.json",
-        "batches",
-        "config.json",
-        "report.md",
-        "report.json",
-        "state.sqlite",
-        "state.sqlite-wal",
-        "state.sqlite-shm",
-        "state.sqlite-journal",
-        "log.jsonl",
-        RUN_LOCK,
-        "figures",
-        "rubrics",
-        REPORT_PENDING,
+        *(f"{n}.jsonl" for n in ("items", "responses", "scores", "added_judge_scores", *JOURNALS, "labels")),
+        *("batches.json", "batches", "config.json", "report.md", "report.json"),
+        *(f"state.sqlite{s}" for s in ("", "-wal", "-shm", "-journal")),
+        *("log.jsonl", RUN_LOCK, "figures", "rubrics", REPORT_PENDING),
     )
     """Names sgieval writes in a run folder: none may be a symbolic link (it could point outside the run)."""
 
@@ -374,7 +355,7 @@ class RunStore:
         msg = f"{p} line {n}: {reason}; the record is skipped (fix: correct or delete that line)"
         if msg in self.problems:
             return
-        self.problems.append(msg)
+        self._note(msg)
         from .logs import get_logger  # structlog loads only when a record is unreadable
 
         with suppress(OSError, ValueError):  # a logging sink that is gone must not make the run unreadable
@@ -423,7 +404,8 @@ class RunStore:
             except (ValueError, RecursionError) as e:
                 rec = _validate_escaped(cls, line)
                 if rec is None:
-                    self._skipped(p, n, f"not a valid {cls.__name__} record ({_reason(e)[:200]})")
+                    reason = validation_errors_text(e, most=3) or type(e).__name__
+                    self._skipped(p, n, f"not a valid {cls.__name__} record ({reason[:200]})")
                     continue
             if fields is None:
                 out.append(rec)
@@ -555,15 +537,6 @@ def _same_record(a: BaseModel, b: BaseModel) -> bool:
     """Whether two records of one key are the same record, whichever invocation wrote each."""
     ex = {"invocation"} if isinstance(a, (Response, Score)) and isinstance(b, (Response, Score)) else None
     return a.model_dump_json(exclude=ex) == b.model_dump_json(exclude=ex)
-
-
-def _reason(e: BaseException) -> str:
-    """A validation error's first three problems, one line."""
-    errs = e.errors() if hasattr(e, "errors") else []
-    return (
-        "; ".join((f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x["msg"]) for x in errs[:3])
-        or type(e).__name__
-    )
 
 
 def _validate_escaped(cls: type[BaseModel], line: str) -> Any:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.cli import app
-from sgieval.core import InputError, RunConfig, RunStore, Rubric, plain_name, slug_name
+from sgieval.core import InputError, RunConfig, RunStore, Rubric, slug_name
 
 runner = CliRunner()
 CHEM = "Which model is the most creative in chemistry?"
@@ -72,10 +72,8 @@ def shipped_run(folder: Path, **config) -> Path:
 
 
 def test_run_id_is_a_plain_name():
-    assert plain_name("20260101-120000-chem-ab12") == "20260101-120000-chem-ab12"
+    assert RunConfig(run_id="20260101-120000-chem-ab12").run_id == "20260101-120000-chem-ab12"
     for bad in ("../victim", "a/b", "..", ".hidden", "", "x" * 201, "a\x00b", "/abs/victim", "a..b"):
-        with pytest.raises(InputError, match="is not a plain name"):
-            plain_name(bad)
         with pytest.raises(ValueError, match="is not a plain name"):
             RunConfig(run_id=bad)
     assert RunConfig(run_id="x" * 200).run_id == "x" * 200
