@@ -8,7 +8,7 @@ import asyncio
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from langchain_core.messages import HumanMessage
 
@@ -164,7 +164,8 @@ async def run_evaluation(
     prog = EvalProgress()
     embedded_before = _embedded_so_far()
     try:
-        return await _run_evaluation(prog, store, items, targets, metrics, ctx, max_parallel, on_progress, corpus)
+        await _run_evaluation(prog, store, items, targets, metrics, ctx, max_parallel, on_progress, corpus)
+        return prog
     finally:
         after = _embedded_so_far()
         prog.texts_embedded = after[0] - embedded_before[0]
@@ -173,67 +174,69 @@ async def run_evaluation(
 
 async def _run_evaluation(
     prog: EvalProgress, store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric],
-    ctx: ScoringContext, max_parallel: int, on_progress: Callable[[int, int], None] | None, corpus: bool = True,
-) -> EvalProgress:  # fmt: skip
+    ctx: ScoringContext, max_parallel: int, on_progress: Callable[[int, int], None] | None, corpus: bool,
+) -> None:  # fmt: skip
     responses = {(r.item_id, r.model): r for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
-    lock = asyncio.Lock()
     units = [(t, i) for t in targets for i in items]
     finished = 0
     if on_progress:
         on_progress(0, len(units))
-
+    # ``calls`` keeps max_parallel target calls in flight and 2 x max_parallel workers take the units, so a freed
+    # slot is taken at once while its unit is scored
+    calls = asyncio.Semaphore(max(1, max_parallel))
     stopped: list[RunStoppedError] = []
 
     async def unit(target: NamedModel, item: Item) -> None:
         nonlocal finished
-        if prog.budget_stopped or stopped:
-            return
         resp = responses.get((item.id, target.name))
         if resp is None:
             async with calls:  # held for the target call only: scoring overlaps the next unit's call
                 if prog.budget_stopped or stopped:
                     return
                 resp = await infer(item, target, ctx)
-            async with lock:
-                store.append("responses", [resp])
-                responses[(item.id, target.name)] = resp
+            store.append("responses", [resp])
+            responses[(item.id, target.name)] = resp
             prog.responses_new += 1
         else:
             prog.responses_skipped += 1
         if not resp.ok:
             prog.failures.append(f"{target.name} on {item.id}: {resp.error}")
         scores = await score_response(item, resp, metrics, ctx, done)
-        async with lock:
-            store.append("scores", scores)
-            done.update((s.item_id, s.model, s.metric) for s in scores)
-            prog.scores_new += len(scores)
-            finished += 1
-            if on_progress:
-                on_progress(finished, len(units))
+        store.append("scores", scores)
+        done.update((s.item_id, s.model, s.metric) for s in scores)
+        prog.scores_new += len(scores)
+        finished += 1
+        if on_progress:
+            on_progress(finished, len(units))
 
-    # 2 x max_parallel workers share one iterator of units; ``calls`` keeps max_parallel target calls in flight, so a
-    # freed slot is taken at once while its unit is scored
-    calls = asyncio.Semaphore(max(1, max_parallel))
+    await _each_unit(units, unit, 2 * max_parallel, prog, stopped)
+    if not prog.budget_stopped and corpus:  # corpus-level scores need every item: not computed on a budget stop
+        _corpus_scores(store, "scores", items, targets, metrics, responses, store.read("scores"), done, prog)
+
+
+async def _each_unit(
+    units: list[tuple[NamedModel, Item]], unit: Callable[[NamedModel, Item], Awaitable[None]], workers: int,
+    prog: EvalProgress, stopped: list[RunStoppedError],
+) -> None:  # fmt: skip
+    """``unit`` on each (target, item) of ``units``, in ``workers`` workers sharing one iterator: after a budget stop
+    (noted in ``prog``) or a RunStoppedError (e.g. a refused key; kept in ``stopped``, then raised) none starts."""
     pending = iter(units)
 
     async def worker() -> None:
         for t, i in pending:
+            if prog.budget_stopped or stopped:
+                return
             try:
                 await unit(t, i)
             except BudgetExceeded as e:  # units not started are skipped, the report says where
                 prog.budget_stopped = prog.budget_stopped or e.one_line()
-            except RunStoppedError as e:  # e.g. a refused key: no other unit starts
+            except RunStoppedError as e:
                 stopped.append(e)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, min(2 * max_parallel, len(units))))))
+    await asyncio.gather(*(worker() for _ in range(max(1, min(workers, len(units))))))
     if stopped:
         raise stopped[0]
-    if prog.budget_stopped or not corpus:
-        return prog  # corpus-level scores need every item: not computed on a budget stop
-
-    _corpus_scores(store, "scores", items, targets, metrics, responses, store.read("scores"), done, prog)
-    return prog
 
 
 def _corpus_scores(
@@ -297,39 +300,19 @@ async def score_added_judge(
     done = {(s.item_id, s.model, s.metric) for s in store.read(ADDED_JUDGE_SCORES) if s.judge == judge.name}
     not_judged = {s.name for m in judged for s in m.specs} - wanted
     done |= {(i.id, t.name, name) for i in items for t in targets for name in not_judged}
-    lock = asyncio.Lock()
-    slots = asyncio.Semaphore(max(1, max_parallel))
-
-    stopped: list[RunStoppedError] = []
+    units = [(t, i) for t in targets for i in items if (i.id, t.name) in responses]
+    prog.responses_skipped = len(units)
 
     async def unit(target: NamedModel, item: Item) -> None:
-        resp = responses.get((item.id, target.name))
-        if resp is None:
-            return
-        prog.responses_skipped += 1
-        async with slots:
-            if prog.budget_stopped or stopped:
-                return
-            try:
-                scores = await score_response(item, resp, judged, ctx, done)
-                scores = [s.model_copy(update={"judge": judge.name}) for s in scores]
-            except BudgetExceeded as e:
-                prog.budget_stopped = prog.budget_stopped or e.one_line()
-                return
-            except RunStoppedError as e:
-                stopped.append(e)
-                return
-        async with lock:
-            store.append(ADDED_JUDGE_SCORES, scores)
-            done.update((s.item_id, s.model, s.metric) for s in scores)
-            prog.scores_new += len(scores)
-            prog.scores_skipped += 0 if scores else 1
+        scores = await score_response(item, responses[(item.id, target.name)], judged, ctx, done)
+        scores = [s.model_copy(update={"judge": judge.name}) for s in scores]
+        store.append(ADDED_JUDGE_SCORES, scores)
+        done.update((s.item_id, s.model, s.metric) for s in scores)
+        prog.scores_new += len(scores)
+        prog.scores_skipped += 0 if scores else 1
 
-    await asyncio.gather(*(unit(t, i) for t in targets for i in items))
-    if stopped:
-        raise stopped[0]
-    if prog.budget_stopped:
-        return prog  # corpus-level scores need every item
-    mine = [s for s in store.read(ADDED_JUDGE_SCORES) if s.judge == judge.name]
-    _corpus_scores(store, ADDED_JUDGE_SCORES, items, targets, judged, responses, mine, done, prog, judge.name)
+    await _each_unit(units, unit, max_parallel, prog, [])
+    if not prog.budget_stopped:  # corpus-level scores need every item
+        mine = [s for s in store.read(ADDED_JUDGE_SCORES) if s.judge == judge.name]
+        _corpus_scores(store, ADDED_JUDGE_SCORES, items, targets, judged, responses, mine, done, prog, judge.name)
     return prog
