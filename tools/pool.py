@@ -24,8 +24,7 @@ from .pdf import PdfDocument, ReadPdfInput, read_pdf
 from .sandbox import RunPythonInput, get_sandbox
 from .search import SearchResults, VisitWebpageInput, WebPage, WebSearch, WebSearchInput, visit_webpage
 
-__all__ = ["ToolPool", "CallBudget", "TOOL_GROUPS", "summarize_output", "make_web_search_tool"]
-__all__ += ["make_visit_webpage_tool", "make_read_pdf_tool", "make_run_python_tool"]
+__all__ = ["ToolPool", "CallBudget", "TOOL_GROUPS", "summarize_output"]
 
 TOOL_GROUPS = {"search": ("web_search", "visit_webpage"), "pdf": ("read_pdf",), "python": ("run_python",)}
 """``--tools`` names -> the tools they enable."""
@@ -67,10 +66,6 @@ class CallBudget:
         self.calls: list[dict[str, Any]] = []
         self.used = 0
         self._lock = threading.Lock()
-
-    @property
-    def remaining(self) -> int | None:
-        return None if self.limit is None else max(self.limit - self.used, 0)
 
     def _reserve(self, tool: str) -> None:
         with self._lock:
@@ -219,12 +214,14 @@ class ToolPool:
                 source, pages=pages, max_pages=min(max_pages, pdf_max_pages)
             )
         if "python" in wanted:
-            sbx = (
+            sbx = python = (
                 sandbox
                 if sandbox is not None and not isinstance(sandbox, str)
                 else get_sandbox(sandbox or "auto", unsafe_local_exec=unsafe_local_exec, **(sandbox_limits or {}))
             )
-            fns["run_python"] = _run_python(sbx)
+            fns["run_python"] = lambda code, files, timeout_s, output_files: python.run(
+                code, files=files or None, timeout_s=timeout_s, output_files=output_files or None
+            )
         return cls(fns, sandbox=sbx, search=ws)
 
     @property
@@ -258,14 +255,6 @@ class ToolPool:
             yield b
         finally:
             _ACTIVE.reset(token)
-
-    def recording(self) -> contextlib.AbstractContextManager[CallBudget]:
-        """``budget(None)``: record evidence without a limit.
-
-        Returns:
-            The context manager yielding the CallBudget.
-        """
-        return self.budget(None)
 
     def call(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """Run tool ``name`` with ``kwargs`` validated against its input schema; a failed call is recorded too.
@@ -337,8 +326,19 @@ class ToolPool:
     @property
     def tools(self) -> list[Any]:
         """LangChain StructuredTools for agents, through :meth:`call`; errors come back as "Error: ..." text."""
+        from langchain_core.tools import StructuredTool  # slow to import: only when an agent needs the tools
+
         if self._tools is None:
-            self._tools = [_langchain_tool(name, self._agent_call(name), handle_tool_error=True) for name in self._fns]
+            self._tools = [
+                StructuredTool.from_function(
+                    func=self._agent_call(name),
+                    name=name,
+                    description=_TOOLS[name][1],
+                    args_schema=_TOOLS[name][0],
+                    handle_tool_error=True,
+                )
+                for name in self._fns
+            ]
         return list(self._tools)
 
     def _agent_call(self, name: str) -> Callable[..., Any]:
@@ -353,75 +353,3 @@ class ToolPool:
             return out.model_dump(mode="json") if isinstance(out, BaseModel) else out
 
         return run
-
-
-def _run_python(sandbox: Sandbox) -> Callable[..., ExecResult]:
-    return lambda code, files, timeout_s, output_files: sandbox.run(
-        code, files=files or None, timeout_s=timeout_s, output_files=output_files or None
-    )
-
-
-def _langchain_tool(name: str, func: Callable[..., Any], **kw: Any) -> Any:
-    """The LangChain StructuredTool ``name`` (schema and description of :data:`_TOOLS`) running ``func``."""
-    from langchain_core.tools import StructuredTool
-
-    schema, description = _TOOLS[name]
-    return StructuredTool.from_function(func=func, name=name, description=description, args_schema=schema, **kw)
-
-
-def _direct_tool(name: str, fn: Callable[..., BaseModel], **dump: Any) -> Any:
-    """A LangChain tool running ``fn`` on the validated arguments; output JSON-able (``dump``: model_dump options)."""
-    validate = _TOOLS[name][0].model_validate
-    return _langchain_tool(name, lambda **kw: fn(**validate(kw).model_dump()).model_dump(mode="json", **dump))
-
-
-def make_web_search_tool(search: WebSearch) -> Any:
-    """The LangChain ``web_search`` tool over ``search``.
-
-    Args:
-        search: the search backend.
-
-    Returns:
-        The tool; it returns SearchResults as a dict.
-    """
-    return _direct_tool("web_search", search.search)
-
-
-def make_visit_webpage_tool(**defaults: Any) -> Any:
-    """The LangChain ``visit_webpage`` tool.
-
-    Args:
-        defaults: keyword arguments passed to :func:`~sgieval.tools.search.visit_webpage`.
-
-    Returns:
-        The tool; it returns WebPage as a dict.
-    """
-    return _direct_tool("visit_webpage", lambda url, max_chars: visit_webpage(url, max_chars=max_chars, **defaults))
-
-
-def make_read_pdf_tool(**defaults: Any) -> Any:
-    """The LangChain ``read_pdf`` tool.
-
-    Args:
-        defaults: keyword arguments passed to :func:`~sgieval.tools.pdf.read_pdf`.
-
-    Returns:
-        The tool; it returns the PdfDocument as a JSON-able dict (without chunks).
-    """
-    return _direct_tool(
-        "read_pdf",
-        lambda source, pages, max_pages: read_pdf(source, pages=pages, max_pages=max_pages, **defaults),
-        exclude={"chunks"},
-    )
-
-
-def make_run_python_tool(sandbox: Sandbox) -> Any:
-    """The LangChain ``run_python`` tool over ``sandbox``.
-
-    Args:
-        sandbox: the sandbox the programs run in.
-
-    Returns:
-        The tool; it returns the ExecResult as a dict.
-    """
-    return _direct_tool("run_python", _run_python(sandbox))

@@ -83,10 +83,6 @@ class CorpusRetriever:
         docs, warnings = load_corpus(folder)
         return cls(docs, embed, mode=mode, warnings=warnings, **kw)
 
-    @property
-    def documents(self) -> list[Any]:
-        return self.bm25.documents
-
     def __len__(self) -> int:
         return len(self.bm25.documents)
 
@@ -120,11 +116,7 @@ class CorpusRetriever:
         q = np.asarray(self.embed([query]), dtype=np.float64).reshape(-1)
         qn = float(np.linalg.norm(q))
         sims = vectors @ (q / qn) if qn else np.zeros(len(vectors))
-        best: dict[int, tuple[float, int]] = {}
-        for pi, (di, _text) in enumerate(self.bm25.passages):
-            s = float(sims[pi])
-            if di not in best or s > best[di][0]:
-                best[di] = (s, pi)
+        best = self.bm25._best_passages(enumerate(sims.tolist()))
         return sorted(((di, s, pi) for di, (s, pi) in best.items()), key=lambda x: (-x[1], x[0]))
 
     def search(self, query: str, max_results: int = 5) -> SearchResults:

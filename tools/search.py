@@ -288,15 +288,18 @@ class BM25Index:
         if not q[0]:
             return []
         ids, scores = self._retriever.retrieve(q, k=len(self.passages), show_progress=False)
-        best: dict[int, tuple[float, int]] = {}
-        for pi, sc in zip(ids[0].tolist(), scores[0].tolist()):
-            if sc <= 0:
-                continue
-            di = self.passages[pi][0]
-            if di not in best or sc > best[di][0]:
-                best[di] = (sc, pi)
+        best = self._best_passages((pi, sc) for pi, sc in zip(ids[0].tolist(), scores[0].tolist()) if sc > 0)
         order = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
         return [self._hit(rank, di, pi, self.backend, sc) for rank, (di, (sc, pi)) in enumerate(order, 1)]
+
+    def _best_passages(self, scored: Iterable[tuple[int, float]]) -> dict[int, tuple[float, int]]:
+        """Document index -> (score, passage index) of its best passage among (passage, score) pairs (first of ties)."""
+        best: dict[int, tuple[float, int]] = {}
+        for pi, score in scored:
+            di = self.passages[pi][0]
+            if di not in best or score > best[di][0]:
+                best[di] = (score, pi)
+        return best
 
     def _hit(self, rank: int, doc: int, passage: int, backend: str, score: float) -> SearchHit:
         """The hit on document ``doc`` (index), its passage ``passage`` (index) as the snippet."""

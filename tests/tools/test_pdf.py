@@ -14,7 +14,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from pypdf import PdfReader, PdfWriter  # noqa: E402
 
 from sgieval.core import InputError, ToolError  # noqa: E402
-from sgieval.tools import make_read_pdf_tool, parse_page_ranges, read_pdf  # noqa: E402
+from sgieval.tools import ToolPool, parse_page_ranges, read_pdf  # noqa: E402
 
 
 def make_pdf(
@@ -178,9 +178,8 @@ def test_500_page_pdf_respects_limits(tmp_path):
 
 
 def test_read_pdf_tool(paper):
-    tool = make_read_pdf_tool()
+    [tool] = ToolPool.from_names("pdf").tools
     out = tool.invoke({"source": str(paper), "pages": "1"})
     assert out["pages"] == [{"number": 1, "text": "Page 1 electron mobility"}]
-    assert "chunks" not in out
     assert tool.name == "read_pdf"
     assert set(tool.args) == {"source", "pages", "max_pages"}

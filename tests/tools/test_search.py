@@ -16,7 +16,6 @@ from ddgs.exceptions import DDGSException, RatelimitException  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from sgieval.core import InputError, Item, OfflineError, ToolError  # noqa: E402
-from sgieval.tools import make_web_search_tool  # noqa: E402
 from sgieval.tools.search import BM25Index, WebSearch, html_to_text, network_status, visit_webpage  # noqa: E402
 
 
@@ -165,12 +164,6 @@ def test_bad_search_input():
         WebSearch("bm25", documents=["x"]).search("x", timelimit="q")
     with pytest.raises(InputError, match="unknown search backend 'google'"):
         WebSearch("google")
-
-
-def test_web_search_tool_returns_backend(corpus):
-    tool = make_web_search_tool(WebSearch("bm25", corpus_dir=corpus))
-    out = tool.invoke({"query": "graphene", "max_results": 1})
-    assert out["backend"] == "bm25" and [h["doc_id"] for h in out["hits"]] == ["a.txt"]
 
 
 def test_visit_webpage_html_to_text_over_mock_transport():
