@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Sequence, TypedDict, Union, Unpack
 
 from .core import InputError, Item, Label, MetricSpec, Response, RunConfig, RunStore, Score, json_loads_strict
-from .core import option_names, read_bytes_in, run_options
+from .core import option_names, read_bytes_in, read_text_in, run_options
 from .models import NamedModel, Role, resolve_model, sampling_for_role
 from .scoring import MetricArg, ModelArg, Models, ascore, score, split_models, synchronous
 
@@ -403,7 +403,7 @@ def _compare_input(records: RunRecords, label: str) -> Any:
 
     report: dict[str, Any] = {}
     try:
-        r = json_loads_strict(read_bytes_in(records.run_dir, records.run_dir / "report.json").decode("utf-8"))
+        r = json_loads_strict(read_text_in(records.run_dir, records.run_dir / "report.json"))
         report = r if isinstance(r, dict) else {}
     except FileNotFoundError:
         pass
@@ -413,10 +413,11 @@ def _compare_input(records: RunRecords, label: str) -> Any:
             what=str(records.run_dir / "report.json"),
             fix=f"re-render it with `sgieval report {records.run_dir}`",
         ) from e
-    specs: dict[str, tuple[bool, str]] = {}
-    for d in report.get("metric_specs") or []:
-        if isinstance(d, dict) and isinstance(d.get("name"), str):
-            specs[d["name"]] = (bool(d.get("hib", True)), str(d.get("scale", "")))
+    specs = {
+        d["name"]: (bool(d.get("hib", True)), str(d.get("scale", "")))
+        for d in report.get("metric_specs") or []
+        if isinstance(d, dict) and isinstance(d.get("name"), str)
+    }
     if not specs:  # a run reported before report.json listed its metrics, or not reported yet
         specs = {n: (s.higher_is_better, s.scale_label) for n, s in run_metric_specs(records).items()}
     header = report.get("header") if isinstance(report.get("header"), dict) else {}

@@ -17,7 +17,7 @@ import structlog
 
 from .errors import InputError
 from .files import open_append_in
-from .secrets import SecretValues, redact_secrets
+from .secrets import SecretValues
 
 __all__ = ["get_logger", "log_traceback", "run_logging"]
 
@@ -52,27 +52,21 @@ def get_logger(name: str = "sgieval") -> Any:
     return _RunLogger(name)
 
 
-def _redacted(v: Any, mask: Callable[[str], str] = redact_secrets) -> Any:
-    """``v`` with keys masked (``mask``) in every string, also inside dicts, lists and tuples."""
-    if isinstance(v, str):
-        return mask(v)
-    if isinstance(v, dict):
-        return {k: _redacted(x, mask) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return type(v)(_redacted(x, mask) for x in v)
-    return v
+def _append_line(run_dir: Path, line: Any, mask: Callable[[str], str]) -> None:
+    """Append ``line`` as masked JSON to ``run_dir/log.jsonl``, following no link."""
+    with open_append_in(run_dir, run_dir / "log.jsonl") as f:
+        f.write((mask(json.dumps(line, default=str)) + "\n").encode("utf-8"))
 
 
 def _to_file(
-    path: Path, mask: Callable[[str], str] = redact_secrets
+    run_dir: Path, secrets: SecretValues
 ) -> Callable[[Any, str, MutableMapping[str, Any]], MutableMapping[str, Any]]:
     def to_file(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         # no key in the log: the file line and the terminal line are masked alike
         for k, v in list(event.items()):
-            event[k] = _redacted(v, mask)
+            event[k] = secrets.mask_data(v)
         with suppress(InputError):  # a link planted as log.jsonl: never written through (the stderr line stays)
-            with open_append_in(path.parent, path) as f:
-                f.write((mask(json.dumps(event, default=str)) + "\n").encode("utf-8"))
+            _append_line(run_dir, event, secrets.mask)
         return event
 
     return to_file
@@ -94,12 +88,9 @@ def log_traceback(run_dir: str | Path, run_id: str, exc: BaseException) -> None:
         "error": f"{type(exc).__name__}: {exc}",
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
     }
-    mask = SecretValues.from_environment().mask
     with suppress(OSError, InputError):  # best effort: a link planted as log.jsonl is not written through
-        p = Path(run_dir)
-        if p.is_dir():
-            with open_append_in(p, p / "log.jsonl") as f:
-                f.write((mask(json.dumps(line, default=str)) + "\n").encode("utf-8"))
+        if Path(run_dir).is_dir():
+            _append_line(Path(run_dir), line, SecretValues.from_environment().mask)
 
 
 def _console_view(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -122,14 +113,13 @@ def run_logging(run_dir: str | Path, run_id: str, *, stream: Any = None, secrets
     Yields:
         The run's logger.
     """
-    mask: Callable[[str], str] = secrets.mask if secrets else redact_secrets
     logger = structlog.wrap_logger(
         structlog.PrintLogger(stream if stream is not None else sys.stderr),
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
-            _to_file(Path(run_dir) / "log.jsonl", mask),
+            _to_file(Path(run_dir), secrets or SecretValues()),
             _console_view,
             structlog.dev.ConsoleRenderer(colors=False),
         ],

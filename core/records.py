@@ -236,17 +236,14 @@ EVIDENCE_KINDS: dict[str, type[BaseModel]] = {
 def _legacy_evidence(d: dict[str, Any]) -> dict[str, Any]:
     """An evidence dict without a known ``kind`` given the ``kind`` of its shape."""
     tool = d.get("tool")
+    rest = {k: v for k, v in d.items() if k != "tool"}
     if tool == "judge":
-        d = {**d, "judge": d.get("judge") or "", "kind": "judge_reply"}
-        d.pop("tool", None)
-    elif tool == "sandbox":
-        d = {**d, "kind": "sandbox_run", "input": str(d.get("input") or "")}
-        d.pop("tool", None)
-    elif "query" in d and "works" in d:
-        d = {**d, "kind": "retrieval"}
-    else:
-        d = {**d, "kind": "tool_call", "tool": str(tool or "unknown")}
-    return d
+        return {**rest, "judge": d.get("judge") or "", "kind": "judge_reply"}
+    if tool == "sandbox":
+        return {**rest, "kind": "sandbox_run", "input": str(d.get("input") or "")}
+    if "query" in d and "works" in d:
+        return {**d, "kind": "retrieval"}
+    return {**d, "kind": "tool_call", "tool": str(tool or "unknown")}
 
 
 def _flag_keys(d: dict[str, Any]) -> dict[str, Any]:
@@ -309,12 +306,7 @@ class Score(_Repairable):
     @property
     def flags(self) -> list[str]:
         """Flags raised by this score's evidence (e.g. ``injection_suspected``), in order, without repeats."""
-        out: list[str] = []
-        for e in self.evidence:
-            for f in getattr(e, "flags", ()):
-                if f not in out:
-                    out.append(f)
-        return out
+        return list(dict.fromkeys(f for e in self.evidence for f in getattr(e, "flags", ())))
 
     @model_validator(mode="after")
     def _consistent(self) -> "Score":
