@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel
 
-from ...core import InputError, Item, MetricKind, MetricSpec, Response, Score, final_text
+from ...core import InputError, Item, MetricSpec, Response, Score, final_text
 from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
 
 if TYPE_CHECKING:
@@ -55,32 +55,16 @@ def model_answer(text: str | None) -> str:
     return text if tagged is None else tagged
 
 
-def spec(
-    name: str,
-    task: str,
-    section: str,
-    description: str,
-    *,
-    kind: MetricKind = "objective",
-    range: tuple[float, float] = (0.0, 1.0),
-    variant_of: str | None = None,
-    primary: bool = False,
-    unit: str = "",
-    qualities: list[str] | None = None,
-) -> MetricSpec:
-    """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969"."""
+def spec(name: str, task: str, section: str, description: str, **fields: Any) -> MetricSpec:
+    """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969"; ``fields`` are
+    further MetricSpec fields (kind, range, primary, ...)."""
     return MetricSpec(
         name=name,
         tasks=[task],
-        kind=kind,
-        range=range,
         description=description,
         source=f"METRICS.md {section} / {PAPER}",
         benchmark=BENCHMARK,
-        variant_of=variant_of,
-        primary=primary,
-        unit=unit,
-        qualities=qualities or [],
+        **fields,
     )
 
 

@@ -68,15 +68,12 @@ AET = spec(
     "sgi_score.py averages every item, -1 included; see aggregate_aet().",
     range=(-1.0, float("inf")),
     unit="s",
-).model_copy(
-    update={
-        "higher_is_better": False,
-        "aggregation": "the per-model value is the mean over every scored item, items with AET -1 (no unit "
-        "test with runtime > 0) included, as sgi_score.py averages (step_4_score.py leaves them out; METRICS.md "
-        "C.4). Each item's AET averages the wall time of its unit tests with runtime > 0, passed and failed "
-        "alike: a timeout counts as the timeout, a program killed at the memory or output limit as its time "
-        "until the kill, and a program that never started is left out (A.3).",
-    }
+    higher_is_better=False,
+    aggregation="the per-model value is the mean over every scored item, items with AET -1 (no unit "
+    "test with runtime > 0) included, as sgi_score.py averages (step_4_score.py leaves them out; METRICS.md "
+    "C.4). Each item's AET averages the wall time of its unit tests with runtime > 0, passed and failed "
+    "alike: a timeout counts as the timeout, a program killed at the memory or output limit as its time "
+    "until the kill, and a program that never started is left out (A.3).",
 )
 SPECS = [PASSALL_1, PASSALL_3, PASSALL_5, SER, AET]
 
@@ -107,11 +104,11 @@ def _compiles(src: str) -> bool:
 def function_lines(src: str) -> dict[str, tuple[int, int]]:
     """{name: (def line, end line)} (1-based, inclusive, no decorators) of the top-level ``def``s of ``src`` (the last
     of a name wins); SyntaxError when ``src`` does not parse."""
-    out: dict[str, tuple[int, int]] = {}
-    for node in ast.parse(src).body:
-        if isinstance(node, ast.FunctionDef):
-            out[node.name] = (node.lineno, node.end_lineno or node.lineno)
-    return out
+    return {
+        node.name: (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.parse(src).body
+        if isinstance(node, ast.FunctionDef)
+    }
 
 
 def replace_function(main_code: str, new_code: str, name: str) -> str:
@@ -493,8 +490,7 @@ class DryExperimentMetric(Metric):
     ) -> list[Score]:
         p = sum(1 for r in rows if r["passed"])
         ser = sum(1 for r in rows if r["returncode"] == 0) / N_TESTS
-        pos = [r["runtime"] for r in rows if r["runtime"] > 0]
-        aet = sum(pos) / len(pos) if pos else -1.0
+        counted = [r for r in rows if r["runtime"] > 0]
         details = {"passed": p, "tests": rows, "assembly": assembly}
         summary = (
             (note + "; " if note else "")
@@ -507,14 +503,14 @@ class DryExperimentMetric(Metric):
         def mk(s: Any, value: float | None, rationale: str, **fields: Any) -> Score:
             return score_for(item, response, s.name, value, rationale=rationale, details=details, evidence=ev, **fields)
 
-        out = []
-        for s, k in ((PASSALL_1, 1), (PASSALL_3, 3), (PASSALL_5, 5)):
-            if judge_error:
-                out.append(mk(s, None, summary, status="judge_error", error=judge_error, judge=judge_name))
-            else:
-                out.append(mk(s, float(p >= k), summary, judge=judge_name))
+        failed = {"status": "judge_error", "error": judge_error} if judge_error else {}
+        out = [
+            mk(s, None if judge_error else float(p >= k), summary, judge=judge_name, **failed)
+            for s, k in ((PASSALL_1, 1), (PASSALL_3, 3), (PASSALL_5, 5))
+        ]
         out.append(mk(SER, ser, f"{int(round(ser * N_TESTS))}/5 programs exited with return code 0"))
-        counted = [r for r in rows if r["runtime"] > 0]
+        if not counted:
+            return [*out, mk(AET, -1.0, "no test with runtime > 0: AET = -1")]
         parts = [
             f"#{r['test']} {r['runtime']:.3g} s ({'pass' if r['passed'] else 'fail'}"
             + (", timeout" if r.get("timed_out") else f", {r['killed']}" if r.get("killed") else "")
@@ -522,15 +518,6 @@ class DryExperimentMetric(Metric):
             for r in counted
         ]
         left = [f"#{r['test']}" for r in rows if r["runtime"] <= 0]
-        out.append(
-            mk(
-                AET,
-                aet,
-                f"mean runtime over {len(pos)} test(s) with runtime > 0: "
-                + "; ".join(parts)
-                + (f"; left out (never ran): {', '.join(left)}" if left else "")
-                if pos
-                else "no test with runtime > 0: AET = -1",
-            )
-        )
-        return out
+        aet = sum(r["runtime"] for r in counted) / len(counted)
+        why = f"mean runtime over {len(counted)} test(s) with runtime > 0: " + "; ".join(parts)
+        return [*out, mk(AET, aet, why + (f"; left out (never ran): {', '.join(left)}" if left else ""))]

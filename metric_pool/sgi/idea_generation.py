@@ -102,7 +102,7 @@ DIM_SPECS = {
         f"Idea {d}, 0-100: (10 x idea_{d}_obj + idea_{d}_win) / 2.",
         kind="judge",
         range=(0.0, 100.0),
-        qualities=DIM_QUALITIES.get(d),
+        qualities=DIM_QUALITIES.get(d, []),
     )
     for d in SCORED_DIMS
 }
