@@ -9,6 +9,7 @@ from typing import Any
 from ..benchmarks import predefined_metrics
 from ..core import InputError, Item, MetricSpec, Rubric, Score
 from ..metric_pool import list_rubrics
+from ..reports import item_values
 from .customisation import MetricPlan, planned_metrics, registered_offers
 from .vocabulary import REQUEST_WORDS, max_edits
 
@@ -164,14 +165,6 @@ def variants_of(spec: MetricSpec, specs: list[MetricSpec]) -> list[MetricSpec]:
     return [s for s in specs if s.name != spec.name and (s.name == base or s.variant_of == base)]
 
 
-def _values(scores: list[Score], metric: str, models: list[str]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {m: {} for m in models}
-    for s in scores:
-        if s.metric == metric and s.model in out and s.ok and s.value is not None and s.item_id != "*":
-            out[s.model][s.item_id] = float(s.value)
-    return out
-
-
 def variant_disagreements(
     scores: list[Score], spec: MetricSpec, specs: list[MetricSpec], ranked: list[str], *, n_resamples: int = 10000,
     seed: int = 0,
@@ -194,7 +187,7 @@ def variant_disagreements(
 
     if len(ranked) < 2:
         return []
-    mine = _values(scores, spec.name, ranked)
+    mine = {m: item_values(scores, m, spec.name) for m in ranked}
     # the verdict's basis: the items every ranked model scored by the ranking metric
     verdict_items: set[str] = set(mine[ranked[0]]).intersection(*(set(mine[m]) for m in ranked[1:]))
     hib = spec.higher_is_better
@@ -202,7 +195,7 @@ def variant_disagreements(
     for v in variants_of(spec, specs):
         if v.higher_is_better != hib:
             continue
-        theirs = _values(scores, v.name, ranked)
+        theirs = {m: item_values(scores, m, v.name) for m in ranked}
         found = _variant_means(scores, spec, v, ranked, mine, theirs, verdict_items)
         if found is None:
             continue

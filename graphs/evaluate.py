@@ -92,40 +92,31 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
             raise SgievalError("the evaluation graph was invoked without a run context", fix=fix)
         return c
 
-    async def questioning(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await questioning_step(state, ctx(runtime), ask=interrupt)
+    def step(run: Callable[..., Any], **kw: Any) -> Callable[..., Any]:
+        async def node(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+            return await run(state, ctx(runtime), **kw)
 
-    async def customisation(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await customisation_step(state, ctx(runtime))
+        return node
 
     async def confirm(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         c = ctx(runtime)
-        dry = c.config.dry_run
-        if dry:
+        if c.config.dry_run:  # --dry-run: the metrics and the estimate are the answer; nothing is evaluated
             check_until_settled(state, c)
-        payload = None if dry else confirmation(state, c)
-        if payload is None and not dry:  # --yes: no question; the estimate is still made, for the report
+            estimate = state.get("estimate") or await estimate_step(state, c)
+            metrics = confirmation(state, c, show=True) or {}
+            return {"confirmed": False, "estimate": estimate, "dry_run_metrics": metrics}
+        payload = confirmation(state, c)
+        if payload is None:  # --yes: no question; the estimate is still made, for the report
             return {"confirmed": True, "estimate": state.get("estimate") or await unattended_estimate(state, c)}
         estimate = state.get("estimate") or await estimate_step(state, c)
-        if dry:  # --dry-run: the metrics and the estimate are the answer; nothing is evaluated
-            return {
-                "confirmed": False,
-                "estimate": estimate,
-                "dry_run_metrics": confirmation(state, c, show=True) or {},
-            }
-        if payload is None:
-            return {"confirmed": False, "estimate": estimate}
         return {"confirmed": bool(interrupt({**payload, "estimate": estimate}))}
 
-    async def evaluation(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await evaluation_step(state, ctx(runtime))
-
-    async def reporting(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await reporting_step(state, ctx(runtime))
-
     g = StateGraph(EvalState, context_schema=RunContext)
-    for node in (questioning, customisation, confirm, evaluation, reporting):
-        g.add_node(node.__name__, node)
+    g.add_node("questioning", step(questioning_step, ask=interrupt))
+    g.add_node("customisation", step(customisation_step))
+    g.add_node("confirm", confirm)
+    g.add_node("evaluation", step(evaluation_step))
+    g.add_node("reporting", step(reporting_step))
     for a, b in ((START, "questioning"), ("questioning", "customisation"), ("customisation", "confirm")):
         g.add_edge(a, b)
     g.add_conditional_edges("confirm", lambda s: after_confirm(s), ["evaluation", END])
