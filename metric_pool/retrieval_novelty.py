@@ -236,12 +236,8 @@ class RetrievalNoveltyMetric(Metric):
         embedder = self._embedder(ctx)
         if loaded:
             evidence["embedder"] = str(getattr(embedder, "name", evidence["embedder"]))
-        import numpy as np  # here, not at import: the metric registry imports this module for every run
+        # imported here, not at import: the metric registry imports this module for every run
+        from .embeddings import cosine_matrix
 
-        texts = [idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits]
-        emb = np.asarray(embedder(texts), dtype=np.float64)
-        norms = np.linalg.norm(emb, axis=1)
-        return [
-            float(emb[0] @ emb[i] / (norms[0] * norms[i])) if norms[0] and norms[i] else 0.0
-            for i in range(1, len(texts))
-        ]
+        emb = embedder([idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits])
+        return [float(c) for c in cosine_matrix(emb[:1], emb[1:])[0]]
