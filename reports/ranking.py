@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
-from collections import defaultdict
+from itertools import groupby
 from typing import Any, Callable, Collection, Iterable, Protocol
 
 from ..core import CORPUS, MetricSpec, Score
@@ -310,13 +310,7 @@ def groups_by_mean(means: dict[str, float], higher_is_better: bool) -> list[list
 
 def runs_of_equal(ordered: list[str], key: Callable[[str], Any]) -> list[list[str]]:
     """``ordered`` in runs of equal ``key``."""
-    out: list[list[str]] = []
-    for m in ordered:
-        if out and key(out[-1][-1]) == key(m):
-            out[-1].append(m)
-        else:
-            out.append([m])
-    return out
+    return [list(run) for _, run in groupby(ordered, key)]
 
 
 def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float]:
@@ -486,15 +480,14 @@ def ordered_by_mean(means: dict[str, float], higher_is_better: bool) -> list[str
     return sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
 
 
-def printed_tie_groups(means: dict[str, float], higher_is_better: bool, digits: int = 2) -> list[list[str]]:
-    """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals.
+def printed_tie_groups(means: dict[str, float], higher_is_better: bool) -> list[list[str]]:
+    """The models of ``means`` best first, grouped where their means are equal at 2 decimals.
 
     Args:
         means: model -> mean.
         higher_is_better: the metric's direction.
-        digits: the printed precision (decimals).
 
     Returns:
         The groups, best first.
     """
-    return runs_of_equal(ordered_by_mean(means, higher_is_better), lambda m: round(means[m], digits))
+    return runs_of_equal(ordered_by_mean(means, higher_is_better), lambda m: round(means[m], 2))

@@ -180,10 +180,6 @@ def _started(root: Path, run_id: str, log: list[dict[str, Any]]) -> str:
 
 def _cost(root: Path) -> tuple[float | None, str]:
     """(known cost in USD of ``ledger.jsonl``'s calls, note)."""
-    try:
-        read_bytes_in(root, root / "ledger.jsonl")
-    except FileNotFoundError:
-        return 0.0, "no model calls"
     rows = _rows(root, "ledger.jsonl")
     made = [r for r in rows if not r.get("cached")]
     if not made:

@@ -136,18 +136,10 @@ class ViewerServer:
         """The page's address, ``http://127.0.0.1:<port>/<token>/index.html``."""
         return f"http://127.0.0.1:{self.port}/{self.token}/index.html"
 
-    def allowed_hosts(self) -> set[str]:
-        """The ``Host`` header values answered: each of :data:`LOOPBACK_NAMES` with ``:<port>``.
-
-        Returns:
-            The Host values.
-        """
-        return {f"{h}:{self.port}" for h in LOOPBACK_NAMES}
-
     def _route(self, path: str, headers: Any) -> str | Reply:
         """The part of ``path`` below ``/<token>/``, or a refusal (421 foreign Host, 403 cross-site, 404 other path)."""
         host = (headers.get("Host") or "").strip().lower()
-        if host not in self.allowed_hosts():
+        if host not in {f"{h}:{self.port}" for h in LOOPBACK_NAMES}:
             return 421, _TEXT, b"this server answers only to 127.0.0.1, localhost and [::1] with its port\n"
         site = (headers.get("Sec-Fetch-Site") or "").strip().lower()
         origin = (headers.get("Origin") or "").strip().lower()

@@ -378,12 +378,8 @@ def write_viewer(
     responses: Iterable[Response],
     scores: Iterable[Score],
     *,
-    report: dict[str, Any] | None = None,
-    config: dict[str, Any] | None = None,
-    specs: list[dict[str, Any]] | None = None,
-    labelling: dict[str, Any] | None = None,
-    prompts: dict[str, dict[str, Any]] | None = None,
     dest: str | Path | None = None,
+    **fields: Any,
 ) -> Path:
     """Write ``run_dir/viewer/`` (or ``dest``), replacing an existing one; nothing written through a link.
 
@@ -392,12 +388,9 @@ def write_viewer(
         items: the run's items.
         responses: its responses.
         scores: its scores.
-        report: as :func:`build_viewer_data`.
-        config: as :func:`build_viewer_data`.
-        specs: as :func:`build_viewer_data`.
-        labelling: as :func:`build_viewer_data`.
-        prompts: as :func:`build_viewer_data`.
         dest: the viewer folder to write instead of ``run_dir/viewer`` (the run folder is then only read).
+        fields: :func:`build_viewer_data`'s keyword arguments (``report``, ``config``, ``specs``, ``labelling``,
+            ``prompts``).
 
     Returns:
         The path of ``index.html``.
@@ -408,9 +401,7 @@ def write_viewer(
     run_dir = Path(run_dir)
     out = run_dir / "viewer" if dest is None else Path(dest)
     root = run_dir if dest is None else out.parent  # no link followed below it
-    index, texts = build_viewer_data(
-        items, responses, scores, report=report, config=config, specs=specs, labelling=labelling, prompts=prompts
-    )
+    index, texts = build_viewer_data(items, responses, scores, **fields)
     replace_dir_in(root, out)  # links in the old viewer folder are removed, never followed
     figures = _report_figures(run_dir)
     for name, data in figures.items():

@@ -17,7 +17,7 @@ from .kinds import how_much, yes_no
 from .verdict import verdict_sentence
 from .where import metric_disagreement
 
-__all__ = ["Answer", "compose_answer", "kind_lead"]
+__all__ = ["Answer", "compose_answer"]
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Answer:
     """The report's Answer as a short list of full sentences: ``verdict`` (the fixed first sentence), ``summary`` (an
     agent's text that passed the fact check), ``how_sure``, ``where``, ``more_items`` (how many more items would
     separate the top two), ``caveats``, ``stamp`` (what was checked in an agent's text); ``where_first`` puts "Where it
-    differs" first; ``lead`` is the first item of a question that is not a ranking (:func:`kind_lead`)."""
+    differs" first; ``lead`` is the first item of a question that is not a ranking (:func:`_kind_lead`)."""
 
     verdict: str
     how_sure: list[str] = field(default_factory=list)
@@ -124,10 +124,13 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
     leaders = [s.model for s in groups[0]] if groups else []
     answer.where += metric_disagreement(ctx.scores, ctx.specs, spec, names, leaders, ctx.focus)
     answer.where += variants
-    answer.lead_label, answer.lead = kind_lead(ctx, answer.where, answer.where_first)
-    if answer.lead_label == "Where it differs":  # the where sentences come first, each its own (viewer links)
-        answer.where += where_lead(ctx)
-        answer.lead_label, answer.lead, answer.where_first = "", "", True
+    kind = str(ctx.header.get("question_kind", "") or ("where" if answer.where_first else ""))
+    if len(ctx.ranked) >= 2 and ctx.pool is not None:
+        if kind == "where":  # the where sentences come first, each its own (viewer links)
+            answer.where += where_lead(ctx)
+            answer.where_first = True
+        else:
+            answer.lead_label, answer.lead = _kind_lead(ctx, kind)
     facts = fact_caveats(
         ctx.scores,
         spec,
@@ -142,25 +145,8 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
     return answer
 
 
-def kind_lead(ctx: ReportContext, where: list[str], asked_where: bool = False) -> tuple[str, str]:
-    """The Answer's first item for the question kind the questioning agent understood (``header["question_kind"]``;
-    without one, ``where`` when a section says the request asks where): ``yes_no`` (:func:`.kinds.yes_no`),
-    ``how_much`` (:func:`.kinds.how_much`), ``where`` (``where`` then :func:`.disagree.where_lead`) and ``why``
-    (:func:`.criteria.why`).
-
-    Args:
-        ctx: the report context, its statistics set.
-        where: the "Where it differs" sentences of the sections, the other metrics and the variants.
-        asked_where: a section found the request asks where the models differ.
-
-    Returns:
-        ``(label, text)``; ``("", "")`` for a ranking or a how-good question, or with fewer than two ranked models.
-    """
-    kind = str(ctx.header.get("question_kind", "") or ("where" if asked_where else ""))
-    if len(ctx.ranked) < 2 or ctx.pool is None:
-        return "", ""
-    if kind == "where":
-        return "Where it differs", ""  # compose_answer puts the where sentences first, each its own
+def _kind_lead(ctx: ReportContext, kind: str) -> tuple[str, str]:
+    """(label, text) of the Answer's first item for a ``yes_no``, ``how_much`` or ``why`` question; ("", "") else."""
     label, build = {"yes_no": ("", yes_no), "how_much": ("How much", how_much), "why": ("Why", why)}.get(
         kind, ("", None)
     )
