@@ -50,23 +50,17 @@ RUN_RECORD = Option(cli=False, api=False)
 """Marks a RunConfig field the run fills (the parameters sent, the settings): no option on either side."""
 
 
-@dataclass(frozen=True)
-class RunOption:
-    """One run option as both sides see it (:func:`run_options`); ``help`` is the field's docstring, ``cli_help`` the
-    ``ask`` flag's (:attr:`Option.off_help` for a switch-off flag); the other fields as in :class:`Option`."""
+@dataclass(frozen=True, kw_only=True)
+class RunOption(Option):
+    """One run option as both sides see it (:func:`run_options`): its :class:`Option` with ``flag``, ``keyword`` and
+    ``api_default`` filled in; ``help`` is the field's docstring, ``cli_help`` the ``ask`` flag's (:attr:`Option.off_help`
+    for a switch-off flag)."""
 
     field: str
-    flag: str
-    short: str
-    keyword: str
     help: str
     cli_help: str
     annotation: Any
     default: Any
-    api_default: Any
-    cli: bool
-    api: bool
-    positional: bool
 
     @property
     def scalar(self) -> Any:
@@ -131,20 +125,19 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
         help_text = " ".join(info.description.split())  # type: ignore[union-attr]
         default = info.get_default(call_default_factory=True)
         default = None if default is PydanticUndefined else default
+        filled = {
+            "flag": meta.flag or "--" + name.replace("_", "-"),
+            "keyword": meta.keyword or name,
+            "api_default": default if meta.api_default is _UNSET else meta.api_default,
+        }
         out.append(
             RunOption(
+                **{**vars(meta), **filled},
                 field=name,
-                flag=meta.flag or "--" + name.replace("_", "-"),
-                short=meta.short,
-                keyword=meta.keyword or name,
                 help=help_text,
                 cli_help=" ".join(meta.off_help.split()) if switches_off else help_text,
                 annotation=info.annotation,
                 default=default,
-                api_default=default if meta.api_default is _UNSET else meta.api_default,
-                cli=meta.cli,
-                api=meta.api,
-                positional=meta.positional,
             )
         )
     return out
