@@ -475,6 +475,7 @@ def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, 
 
     loaded = [r if isinstance(r, RunRecords) else load_run(r) for r in runs]
     seen: dict[Path, int] = {}
+    labels: list[str] = []
     for k, rec in enumerate(loaded):
         where = Path(rec.run_dir).resolve()
         if where in seen:  # every model would be compared with itself: "no change" by construction
@@ -484,12 +485,9 @@ def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, 
                 fix="give two different runs (e.g. the run before and after a change; `sgieval runs` lists them)",
             )
         seen[where] = k
-    labels: list[str] = []
-    for rec in loaded:
-        label = rec.run_id if rec.run_id not in labels else rec.run_dir.name
-        k = 2
+        label, n = (rec.run_id if rec.run_id not in labels else rec.run_dir.name), 2
         while label in labels:
-            label, k = f"{rec.run_dir.name}#{k}", k + 1
+            label, n = f"{rec.run_dir.name}#{n}", n + 1
         labels.append(label)
     inputs = [_compare_input(rec, lab) for rec, lab in zip(loaded, labels)]
     return compare_runs(inputs, metric=metric, n_resamples=n_resamples, seed=seed)

@@ -8,9 +8,9 @@ from .errors import OfflineError, problem_to_input_error, RunStoppedError, Sandb
 from .errors import SgievalError, TamperedFileError, ToolError
 from .files import atomic_write_text, disk_error, escape_control_chars, is_disk_full, json_loads_strict, lone_surrogate
 from .files import read_bytes_in, read_text_in, repair_text, slug_name, split_jsonl, write_bytes_in
-from .files import write_text_in
+from .files import find_links, open_append_in, replace_dir_in, write_text_in
 from .secrets import redact_secrets, redact_url, SecretValues, url_secrets
-from .modelref import ModelRef, same_model
+from .modelref import add_prefix, known_prefixes, ModelRef, same_model
 from .prompts import prompt_hash, prompt_record
 from .yamlfile import load_yaml
 from .records import as_evidence, CORPUS, DEEP_RESEARCH
@@ -20,7 +20,7 @@ from .records import RetrievalEvidence, SandboxRunEvidence, Score, SGI_TASKS, St
 from .records import WET_EXPERIMENT
 from .rubric import Criterion, criterion_key, CRITERION_TOOLS, CriterionTool, Rubric
 from .runconfig import EXECUTORS, Option, option_names, run_options, RUN_RECORD, RunConfig, RunOption, SANDBOX_BACKENDS
-from .runconfig import TOOL_NAMES
+from .runconfig import parse_price, TOOL_NAMES
 from .replies import final_text, join_reasoning, judge_number, refusal_text, reply_status, split_reasoning, verdict_word
 from .store import BUDGET_STOP_NOTE, REPORT_PENDING, run_holder, RUN_LOCK, RunStore
 from .store import sync_open_stores
@@ -33,9 +33,6 @@ _LAZY = {
         "settings": "Settings current_settings load_settings use_settings ENV_NAMES",
         "logs": "get_logger run_logging log_traceback",
         "offload": "call_in_worker worker_active submit_to_worker",
-        "files": "find_links open_append_in replace_dir_in",
-        "modelref": "add_prefix known_prefixes",
-        "runconfig": "parse_price",
         "startup": "ConsoleProcess run_begins",
         "trust": "FLAGS is_own_run is_trusted remember_run remember sensitive_settings",
         "retry": "RetriesExhausted RetryPolicy aretry backoff_s retry_after_s",
