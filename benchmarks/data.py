@@ -67,12 +67,7 @@ def data_roots(data_dir: str | Path | None = None) -> list[Path]:
     """
     named = named_root(data_dir)
     cands = [named[0]] if named is not None else default_roots()
-    out: list[Path] = []
-    for c in cands:
-        c = c.resolve()
-        if c not in out:
-            out.append(c)
-    return out
+    return list(dict.fromkeys(c.resolve() for c in cands))
 
 
 def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, required: bool = True) -> Path | None:

@@ -113,16 +113,10 @@ def _lone_surrogate_at(value: Any, path: str = "") -> tuple[str, str] | None:
         at = lone_surrogate(value)
         return (path, f"\\u{ord(value[at]):04x}") if at is not None else None
     if isinstance(value, dict):
-        for k, v in value.items():
-            hit = _lone_surrogate_at(v, f"{path}.{k}" if path else str(k))
-            if hit:
-                return hit
-    if isinstance(value, list):
-        for j, v in enumerate(value):
-            hit = _lone_surrogate_at(v, f"{path}[{j}]")
-            if hit:
-                return hit
-    return None
+        kids = [(f"{path}.{k}" if path else str(k), v) for k, v in value.items()]
+    else:
+        kids = [(f"{path}[{j}]", v) for j, v in enumerate(value)] if isinstance(value, list) else []
+    return next((hit for at, v in kids if (hit := _lone_surrogate_at(v, at))), None)
 
 
 def _refuse_lone_surrogates(rec: dict, where: str) -> None:

@@ -258,12 +258,10 @@ def upstream_view(folder: str | Path) -> CloneView | None:
 
 def looks_sgi_snapshot(folder: Path) -> bool:
     """Whether ``folder`` holds a sub-folder named after an SGI-Bench dataset with a parquet file below it."""
-    if not folder.is_dir():
-        return False
-    for sub in folder.iterdir():
-        if sub.is_dir() and task_of_name(sub.name) and next(sub.rglob("*.parquet"), None) is not None:
-            return True
-    return False
+    return folder.is_dir() and any(
+        sub.is_dir() and task_of_name(sub.name) and next(sub.rglob("*.parquet"), None) is not None
+        for sub in folder.iterdir()
+    )
 
 
 def detect(folder: str | Path) -> str:

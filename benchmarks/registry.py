@@ -3,9 +3,9 @@ definitions ending the modules of :data:`BUILTIN_MODULES` (loaded lazily); a new
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
-import threading
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -15,22 +15,14 @@ from .base import Benchmark
 
 BUILTIN_MODULES = ("sciaidanbench", "sgi", "sfbench", "jsonl")
 
-_lock = threading.Lock()
-_builtin: dict[str, Benchmark] = {}
 _user: dict[str, Benchmark] = {}
 
 
-def _ensure_builtins() -> None:
-    if _builtin:
-        return
-    with _lock:
-        if _builtin:
-            return
-        loaded: dict[str, Benchmark] = {}
-        for mod in BUILTIN_MODULES:
-            defn = importlib.import_module(f"{__package__}.{mod}").DEFINITION
-            loaded[defn.name] = defn
-        _builtin.update(loaded)
+@functools.cache
+def _builtins() -> dict[str, Benchmark]:
+    """The built-in definitions by name, their modules imported on first use."""
+    defs = (importlib.import_module(f"{__package__}.{mod}").DEFINITION for mod in BUILTIN_MODULES)
+    return {d.name: d for d in defs}
 
 
 def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
@@ -58,8 +50,8 @@ def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
             what="benchmark registry",
             fix="use letters, digits, '-', '_' or '.' (e.g. my-bench)",
         )
-    _ensure_builtins()
-    if defn.name in _builtin and _builtin[defn.name] is not defn:
+    builtin = _builtins()
+    if defn.name in builtin and builtin[defn.name] is not defn:
         raise InputError(
             f"benchmark {defn.name!r} is built in", what="benchmark registry", fix="give your benchmark another name"
         )
@@ -70,15 +62,14 @@ def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
             what="benchmark registry",
             fix="give it another name, or register(defn, replace=True)",
         )
-    if defn.name not in _builtin:
+    if defn.name not in builtin:
         _user[defn.name] = defn
     return defn
 
 
 def builtin_names() -> list[str]:
     """Names of the built-in benchmarks, which no user benchmark may take."""
-    _ensure_builtins()
-    return list(_builtin)
+    return list(_builtins())
 
 
 def unregister(name: str) -> None:
@@ -92,8 +83,7 @@ def definitions() -> list[Benchmark]:
     Returns:
         The built-ins in :data:`BUILTIN_MODULES` order, then user ones in registration order.
     """
-    _ensure_builtins()
-    return [*_builtin.values(), *_user.values()]
+    return [*_builtins().values(), *_user.values()]
 
 
 def names() -> list[str]:

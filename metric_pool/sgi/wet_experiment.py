@@ -85,12 +85,10 @@ def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
 def parse_protocol_code(text: str) -> tuple[Step, ...]:
     """The published code's parser (A.4), the ``*_code`` variant: a lazy regex whose parameter block runs to the first
     line holding only ``)``, so a one-line or empty call swallows the following step (A.4 edge cases)."""
-    steps = []
-    for m in _CODE_STEP_RE.finditer(text):
-        steps.append(
-            Step(action=m.group(2).strip(), params=parse_params(m.group(3).strip()), output=m.group(1).strip())
-        )
-    return tuple(steps)
+    return tuple(
+        Step(action=m.group(2).strip(), params=parse_params(m.group(3).strip()), output=m.group(1).strip())
+        for m in _CODE_STEP_RE.finditer(text)
+    )
 
 
 def _close_paren(segment: str, depth: int) -> tuple[int | None, int]:
@@ -324,19 +322,16 @@ def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tup
         g, p = gt_steps[gi], pred_steps[pi]
         kg, kp = set(g.params), set(p.params)
         shared = kg & kp
-        key_score = 1.0 if not kg and not kp else 2 * len(shared) / (len(kg) + len(kp))
-        if not shared:
-            value_score = 1.0 if not kg and not kp else 0.0
-        else:
-            ok = 0
-            for k in shared:
-                g_gen, p_gen = g.params[k] in gen_gt, p.params[k] in gen_pred
-                if g_gen and p_gen:
-                    ok += int(mapping.get(p.params[k]) == g.params[k])
-                elif not g_gen and not p_gen:
-                    ok += 1
-            value_score = ok / len(shared)
-        total += key_score * value_score
+        if not kg and not kp:
+            total += 1.0
+        elif shared:
+            ok = sum(
+                mapping.get(p.params[k]) == g.params[k]
+                if g.params[k] in gen_gt and p.params[k] in gen_pred
+                else (g.params[k] in gen_gt) == (p.params[k] in gen_pred)
+                for k in shared
+            )
+            total += 2 * len(shared) / (len(kg) + len(kp)) * (ok / len(shared))
         mapping[p.output] = g.output
     n, m = len(gt_steps), len(pred_steps)
     return (len(pairs) / n) * (len(pairs) / m), total * total / (n * m), {"aligned": pairs, "pair_score_sum": total}
