@@ -25,17 +25,6 @@ class Summary:
     note: str = ""
 
 
-def _wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval (low, high) of k successes in n trials (Wilson 1927): center (p + z²/2n)/(1 + z²/n),
-    half-width z/(1 + z²/n)·sqrt(p(1-p)/n + z²/4n²); ValueError unless 0 <= k <= n, n >= 1."""
-    if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"wilson_interval needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    from scipy import stats
-
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
 def _bootstrap_ci(data: tuple, statistic: Callable, confidence: float, n_resamples: int, seed: int, **kw: Any):
     """(low, high, percentile used): ``scipy.stats.bootstrap`` BCa, percentile when BCa is NaN."""
     from scipy import stats
@@ -86,7 +75,11 @@ def summarize(
     method, note = "bca", ""
     if np.all((x == 0) | (x == 1)) if binary is None else binary:
         k = int(x.sum())
-        lo, hi = _wilson_interval(k, int(x.size), confidence)
+        # Wilson 1927: center (p + z²/2n)/(1 + z²/n), half-width z/(1 + z²/n)·sqrt(p(1-p)/n + z²/4n²)
+        from scipy import stats
+
+        ci = stats.binomtest(k, int(x.size)).proportion_ci(confidence_level=confidence, method="wilson")
+        lo, hi = float(ci.low), float(ci.high)
         method, note = "wilson", f"Wilson score interval for {k} of {x.size} (a 0/1 metric)"
     elif x.size < 2:
         lo = hi = math.nan
