@@ -113,14 +113,12 @@ class ModelRef:
                 )
             env = _env_name(service)
             return cls(s, head, model.strip(), service, base_url_var=f"{env}_BASE_URL", key_var=f"{env}_API_KEY")
-        if head in OFFLINE:
-            return cls(spec=s, provider=head, name=rest.strip())
         return cls(
             spec=s,
             provider=head,
             name=rest.strip(),
             base_url_var="OPENAI_BASE_URL" if head == "openai" else None,
-            key_var=KEY_VARIABLES.get(head, f"{_env_name(head)}_API_KEY"),
+            key_var=None if head in OFFLINE else KEY_VARIABLES.get(head, f"{_env_name(head)}_API_KEY"),
         )
 
     @staticmethod

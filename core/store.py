@@ -265,14 +265,9 @@ class RunStore:
 
     def _keep_prompts(self, scores: Sequence[BaseModel]) -> None:
         """Append to ``prompts.jsonl`` each prompt of the scores' evidence whose hash it does not hold yet."""
-        found = []
-        for s in scores:
-            for e in getattr(s, "evidence", None) or []:
-                p = getattr(e, "prompt", None)
-                if isinstance(p, dict):
-                    found.append(p)
-                found += [q for q in getattr(e, "prompts", None) or [] if isinstance(q, dict)]
-        self._write_prompts(found)
+        evidence = [e for s in scores for e in getattr(s, "evidence", None) or []]
+        sent = [p for e in evidence for p in [getattr(e, "prompt", None), *(getattr(e, "prompts", None) or [])]]
+        self._write_prompts([p for p in sent if isinstance(p, dict)])
 
     def _move_prompts(self, responses: Sequence[BaseModel]) -> list[BaseModel]:
         """The responses with their ``metadata["judge_prompts"]`` moved to ``prompts.jsonl`` (once per hash)."""
