@@ -16,9 +16,9 @@ from ..models import APPROXIMATION, DEFAULT_TYPICAL_OUTPUT_TOKENS, JUDGE_REPLY_T
 from ..models import TOOL_TURN_TOKENS, TYPICAL_OUTPUT_TOKENS, Estimate, Rehearsal, RehearsalChat, RoleEstimate, priced
 from ..models import summarise, token_counter
 from ..reports import Table, Text
-from .customisation import MetricPlan
+from .customisation import MetricPlan, planned_metrics
 from .evaluation import ADDED_JUDGE_SCORES, JUDGED_KINDS, infer, judged_metrics, score_response
-from .runtime import RunContext, State, attach_tools, plan_items, plan_metrics, run_prices
+from .runtime import RunContext, State, attach_tools, plan_items, run_prices
 from .targets import default_targets
 
 log = get_logger("sgieval")
@@ -46,18 +46,9 @@ def _stand_in(model: NamedModel, rehearsal: Rehearsal, answer_tokens: int) -> Na
     return dataclasses.replace(model, chat=chat, params=dict(model.params), dropped=dict(model.dropped))
 
 
-def typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: str = "") -> tuple[int, str]:
-    """The typical target answer length: the median of ``stored`` answers, else the items' benchmark's
-    :data:`TYPICAL_OUTPUT_TOKENS`, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`.
-
-    Args:
-        items: the run's items.
-        stored: texts of stored answers to these items (any model).
-        model: the model string whose token counter measures the stored answers.
-
-    Returns:
-        (tokens, one phrase naming the source).
-    """
+def _typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: str = "") -> tuple[int, str]:
+    """(tokens, source phrase) of a typical target answer: the median of ``stored`` answers (counted for ``model``), else
+    the items' benchmark's :data:`TYPICAL_OUTPUT_TOKENS`, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`."""
     counter = token_counter(model)
     if stored:
         n = int(statistics.median(counter.count(t) for t in stored))
@@ -101,7 +92,7 @@ async def estimate_run(
     replayed = {(t.name, i.id): t.replay.respond(i, t.name) for t in targets if t.is_replay for i in items}
     texts = [r.text for r in replayed.values() if r.ok and r.text]
     first_live = next((t.name for t in targets if not t.is_replay), "")
-    answer_tokens, answer_source = typical_answer_tokens(items, texts, first_live)
+    answer_tokens, answer_source = _typical_answer_tokens(items, texts, first_live)
 
     def stand_in(m: NamedModel) -> NamedModel:
         s = _stand_in(m, rehearsal, answer_tokens)
@@ -268,7 +259,7 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
         tools=rt.tools, options=rt.metric_options, allow_self_judge=rt.config.allow_self_judge, prices=run_prices(rt),
         cache=cache, batch=rt.config.batch, stored=stored,
     )  # fmt: skip
-    metrics = plan_metrics(rt, items, plan)
+    metrics = planned_metrics(plan, items, rt.metric_options)
     est = await estimate_run(
         items, targets, rt.judges, metrics, agent=rt.agent, agent_done=agent_done, done=done, **common
     )

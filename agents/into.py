@@ -6,10 +6,10 @@ from typing import Any, Iterable
 
 from ..core import InputError, RunConfig
 from ..core import option_names as run_option_names
-from .customisation import MetricPlan
+from .customisation import MetricPlan, planned_metrics
 from .evaluation import judged_metrics
 from .metric_choice import ranking_metric
-from .runtime import RunContext, State, Update, plan_items, plan_metrics
+from .runtime import RunContext, State, Update, plan_items
 
 INTO_FIXED = ("request", "benchmarks", "k", "seed", "rank_all")  # chose the run's items: an --into keeps the run's
 
@@ -106,7 +106,7 @@ def check_added_judges(rt: RunContext, state: State, plan: MetricPlan | None = N
     if not rt.added_judges or not state.get("metric_plan") or not (state.get("selection") or {}).get("item_ids"):
         return
     plan = plan or MetricPlan.model_validate(state["metric_plan"])
-    if judged_metrics(plan_metrics(rt, plan_items(rt, state["selection"]["item_ids"]), plan)):
+    if judged_metrics(planned_metrics(plan, plan_items(rt, state["selection"]["item_ids"]), rt.metric_options)):
         return
     raise InputError(
         f"--judge {', '.join(j.name for j in rt.added_judges)}: the run has no judge or rubric metric for a judge "

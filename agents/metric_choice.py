@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ..benchmarks import predefined_metrics
-from ..core import InputError, Item, MetricSpec, Rubric, Score
+from ..core import InputError, Item, MetricSpec, Score
 from ..metric_pool import list_rubrics
 from ..reports import item_values
 from .customisation import MetricPlan, planned_metrics, registered_offers
@@ -65,31 +65,32 @@ def named_metric(request: str, names: list[str], descriptions: dict[str, str]) -
     return None
 
 
-def choose_ranking_metric(
-    plan: MetricPlan, request: str, *, metric: str | None, specs: list[MetricSpec], library: list[Rubric],
-    offered: dict[str, list[MetricSpec]] | None = None,
-) -> MetricPlan:  # fmt: skip
-    """``plan`` with its ranking metric set by ``metric`` (``--metric``) or by a metric the request names.
+def ranking_metric(
+    plan: MetricPlan, items: list[Item], request: str, *, metric: str | None = None, options: dict | None = None
+) -> MetricPlan:
+    """``plan`` with its ranking metric set by ``metric`` (``--metric``) or by a metric the request names: one of the
+    plan, a registered metric applying to the items (it joins ``added``) or a saved rubric (it joins ``custom``).
 
     Args:
         plan: the customisation agent's plan.
+        items: the selected items.
         request: the request.
-        metric: the ``--metric`` name (None: not given).
-        specs: every metric spec of the run's metrics.
-        library: the saved rubrics; one chosen here joins the plan's custom rubrics.
-        offered: registered metric the plan may add -> the specs it scores; one chosen here joins ``added``.
+        metric: the ``--metric`` value (None or "": not given).
+        options: the run's metric options.
 
     Returns:
         The plan (a copy when changed), its ``reason`` saying how the ranking metric was chosen.
 
     Raises:
-        InputError: ``metric`` names no metric or rubric of the run.
+        InputError: ``metric`` names no metric of the plan, registered metric or saved rubric.
     """
+    predefined = predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
+    offers = registered_offers(items, predefined, options)
+    offered = {s.name: (e.name, s) for e, m in offers for s in m.all_specs}
     customs = {r.name: r for r in plan.custom}
-    saved = {r.name: r for r in library}
-    known = {s.name: s.description for s in specs}
-    entry_of = {name: entry for name, (entry, _spec) in _offered_specs(offered or {}).items()}
-    known.update({n: spec.description for n, (_e, spec) in _offered_specs(offered or {}).items() if n not in known})
+    saved = {r.name: r for r in list_rubrics()}
+    known = {s.name: s.description for m in planned_metrics(plan, items, options) for s in m.all_specs}
+    known.update({n: s.description for n, (_e, s) in offered.items() if n not in known})
     names = [
         *known,
         *[n for n in customs if n not in known],
@@ -116,47 +117,15 @@ def choose_ranking_metric(
     custom = list(plan.custom)
     if name not in known and name not in customs:
         custom.append(saved[name])
-    extra = [entry_of[name]] if name in entry_of and entry_of[name] not in plan.added else []
+    entry = offered[name][0] if name in offered else None
+    extra = [entry] if entry is not None and entry not in plan.added else []
     before = f"; instead of {plan.primary}" if plan.primary else ""
     reason = f"{how}{before} ({plan.reason})" if plan.reason else how
     update = {"primary": name, "custom": custom, "added": [*plan.added, *extra], "reason": reason, "stand_in": ""}
+    keys = [e.key for e, _m in offers if e.name in extra]
+    if keys and plan.metrics:  # a plan that names its metrics by key scores the added one too
+        update["metrics"] = [*plan.metrics, *[k for k in keys if k not in plan.metrics]]
     return plan.model_copy(update=update)
-
-
-def ranking_metric(
-    plan: MetricPlan, items: list[Item], request: str, *, metric: str | None = None, options: dict | None = None
-) -> MetricPlan:
-    """``plan`` with the ranking metric ``metric`` (``--metric``) or the request names (:func:`choose_ranking_metric`).
-
-    Args:
-        plan: the metric plan.
-        items: the selected items.
-        request: the request.
-        metric: the ``--metric`` value (None or "": not given).
-        options: the run's metric options.
-
-    Returns:
-        The plan ranking by a metric of the plan, a registered metric applying to the items (added) or a saved rubric.
-
-    Raises:
-        InputError: ``metric`` names no metric of the plan, registered metric or saved rubric.
-    """
-    specs = [s for m in planned_metrics(plan, items, options) for s in m.all_specs]
-    predefined = predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
-    offers = registered_offers(items, predefined, options)
-    offered = {e.name: list(m.all_specs) for e, m in offers}
-    chosen = choose_ranking_metric(plan, request, metric=metric, specs=specs, library=list_rubrics(), offered=offered)
-    added = [e.key for e, _m in offers if e.name in chosen.added and e.name not in plan.added]
-    if added and plan.metrics:  # a plan that names its metrics by key scores the added one too
-        chosen = chosen.model_copy(
-            update={"metrics": [*chosen.metrics, *[k for k in added if k not in chosen.metrics]]}
-        )
-    return chosen
-
-
-def _offered_specs(offered: dict[str, Any]) -> dict[str, tuple[str, MetricSpec]]:
-    """spec name -> (metric name, spec) of ``offered`` (metric name -> its specs)."""
-    return {s.name: (entry, s) for entry, specs in offered.items() for s in specs}
 
 
 def variants_of(spec: MetricSpec, specs: list[MetricSpec]) -> list[MetricSpec]:

@@ -11,13 +11,13 @@ from ..core import OPEN_CREATIVITY, InputError, Item, RunConfig, get_logger, wor
 from ..metric_pool import ScoringContext, list_rubrics
 from ..metric_pool import entries as registered_metrics
 from ..models import NamedModel, UnmatchedReplayError
-from .customisation import MetricPlan, plan_specs, run_customisation
+from .customisation import MetricPlan, plan_specs, planned_metrics, run_customisation
 from .evaluation import score_added_judge
 from .executors import evaluate_with_executor
 from .metric_choice import ranking_metric
 from .questioning import SelectionPlan, UnclearRequest, run_questioning
 from .requirements import MetricNeeds, metric_needs, none_can_run, ranking_cannot_run
-from .runtime import RunContext, State, Update, attach_tools, plan_items, plan_metrics, record_sampling
+from .runtime import RunContext, State, Update, attach_tools, plan_items, record_sampling
 from .stored_responses import stored_models
 from .targets import default_targets
 
@@ -34,20 +34,11 @@ def _check_open_creativity_judges(ctx: ScoringContext, items: list[Item], target
                 raise InputError(problem[0], what=t.name, fix=fix)
 
 
-def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[MetricNeeds]:
-    """What each metric of ``plan`` needs and whether this run has it (the confirmation's list).
-
-    Args:
-        rt: the run context.
-        item_ids: the selected items.
-        plan: the metric plan.
-
-    Returns:
-        One MetricNeeds per metric of the plan.
-    """
+def _plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[MetricNeeds]:
+    """What each metric of ``plan`` needs and whether this run has it (the confirmation's list)."""
     items = plan_items(rt, item_ids)
     attach_tools(rt, items)
-    metrics = plan_metrics(rt, items, plan)
+    metrics = planned_metrics(plan, items, rt.metric_options)
     specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
     try:
         targets = default_targets(rt, items)
@@ -167,7 +158,8 @@ def check_until_settled(state: State, rt: RunContext) -> None:
 
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = plan_items(rt, state["selection"]["item_ids"])
-    problem = settle_problem(plan.primary, plan_metrics(rt, items, plan), [t.name for t in default_targets(rt, items)])
+    metrics = planned_metrics(plan, items, rt.metric_options)
+    problem = settle_problem(plan.primary, metrics, [t.name for t in default_targets(rt, items)])
     if problem is not None:
         raise problem
 
@@ -189,7 +181,7 @@ def confirmation(state: State, rt: RunContext, *, show: bool = False) -> dict[st
             metric needs a judge the run lacks.
     """
     plan = MetricPlan.model_validate(state["metric_plan"])
-    needs = plan_needs(rt, state["selection"]["item_ids"], plan)
+    needs = _plan_needs(rt, state["selection"]["item_ids"], plan)
     if rt.config.yes and not show:
         items = plan_items(rt, state["selection"]["item_ids"])
         ctx = ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge)
@@ -231,7 +223,7 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
     settled: dict[str, Any] | None = None
     max_parallel = _max_parallel(rt.config, len(items) * len(targets))
     run_kw: dict[str, Any] = dict(executor=rt.config.executor, max_parallel=max_parallel, on_progress=on_progress)
-    metrics = plan_metrics(rt, items, plan)
+    metrics = planned_metrics(plan, items, rt.metric_options)
     if rt.config.until_settled:
         from .settle import evaluate_until_settled
 
@@ -265,7 +257,7 @@ async def _score_added_judges(
     if settled:
         used = set(settled.get("item_ids") or [])
         items = [i for i in items if i.id in used]
-    metrics = plan_metrics(rt, items, plan)
+    metrics = planned_metrics(plan, items, rt.metric_options)
     made = 0
     for judge in rt.added_judges:
         ctx = _scoring(rt, [judge])

@@ -10,23 +10,16 @@ from typing import Any, Sequence
 from ..core import BUDGET_STOP_NOTE, MetricSpec, ModelRef, RunConfig, redact_url
 from ..models import BATCH_DISCOUNT, price_source
 from ..reports import ReportContext
-from .customisation import MetricPlan, plan_specs
+from .customisation import MetricPlan, plan_specs, planned_metrics
 from .estimate import run_estimate
 from .question_kind import classify, kind_line
 from .questioning import SelectionPlan
-from .runtime import RunContext, State, load_ledger, plan_items, plan_metrics, run_prices
+from .runtime import RunContext, State, load_ledger, plan_items, run_prices
 from .targets import models_named_in, replay_notes
 
 
-def model_servers(rt: RunContext) -> str:
-    """The report's "model servers" line.
-
-    Args:
-        rt: the run context.
-
-    Returns:
-        Each OpenAI-compatible model with its server (credentials removed); "" when none.
-    """
+def _model_servers(rt: RunContext) -> str:
+    """The report's "model servers" line: each OpenAI-compatible model with its server (credentials removed), or ""."""
     parts = []
     for m in rt.models():
         ref = m.ref
@@ -36,15 +29,8 @@ def model_servers(rt: RunContext) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-def sampling_line(config: RunConfig) -> str:
-    """The report's "sampling parameters" line.
-
-    Args:
-        config: the run's config (its ``sent_params`` and ``dropped_params``).
-
-    Returns:
-        Per model, what was sent and what was not, with why; "" when no model was called.
-    """
+def _sampling_line(config: RunConfig) -> str:
+    """The report's "sampling parameters" line: per model what was sent and what was not, with why; "" when none."""
     parts = []
     for name in dict.fromkeys([*config.sent_params, *config.dropped_params]):
         sent = ", ".join(f"{k}={v}" for k, v in config.sent_params.get(name, {}).items()) or "provider defaults"
@@ -53,17 +39,8 @@ def sampling_line(config: RunConfig) -> str:
     return "; ".join(parts)
 
 
-def judges_line(run_judges: list[str], added: list[str], repeats: int = 1) -> str:
-    """The report header's judge line.
-
-    Args:
-        run_judges: the run's own judges (``RunConfig.judges``).
-        added: the judges added to the finished run (``RunConfig.added_judges``).
-        repeats: ``--judge-repeats``.
-
-    Returns:
-        The run's judges (``none (judge metrics not run)`` when none), then any added by ``ask --into``.
-    """
+def _judges_line(run_judges: list[str], added: list[str], repeats: int = 1) -> str:
+    """The header's judge line: the run's judges (asked ``repeats`` times), then any added by ``ask --into``."""
     own = ", ".join(run_judges)
     if repeats > 1 and (own or added):
         own += f" (each asked {repeats} times per judged item)"
@@ -93,7 +70,7 @@ def metric_specs(rt: RunContext, state: State) -> list[MetricSpec]:
         return []
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = plan_items(rt, state["selection"]["item_ids"])
-    metrics = plan_metrics(rt, items, plan)
+    metrics = planned_metrics(plan, items, rt.metric_options)
     return plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
 
 
@@ -117,7 +94,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
     if settled:  # --until-settled: the report covers the items the run used
         used = set(settled.get("item_ids") or [])
         items = [i for i in items if i.id in used]
-    metrics = plan_metrics(rt, items, plan)
+    metrics = planned_metrics(plan, items, rt.metric_options)
     specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
     targets = state.get("targets") or [t.name for t in rt.targets]
     ids = {i.id for i in items}
@@ -130,12 +107,12 @@ async def report_run(rt: RunContext, state: State) -> Path:
             s for s in rt.store.read("added_judge_scores")
             if s.judge in added_judges and s.model in targets and (s.item_id in ids or s.item_id == "*")
         ]  # fmt: skip
-    warnings, focus = run_warnings(rt, state)
+    warnings, focus = _run_warnings(rt, state)
     replay_line, replay_warnings = replay_notes(rt.targets)
     warnings += replay_warnings
     extra = {
         "replay item ids": replay_line,
-        "added to the run": additions_line(rt, responses, scores, added_scores),
+        "added to the run": _additions_line(rt, responses, scores, added_scores),
         "until settled": f"{len(items)} of the {n_selected} selected items used "
         + ("(the ranking settled)" if settled["settled"] else "(the ranking did not settle)")
         if settled
@@ -147,7 +124,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
         rt.store.root, header=header, items=items, responses=responses, scores=scores, specs=specs,
         primary=plan.primary, models=targets, custom={r.name for r in plan.custom}, n_resamples=cfg.bootstrap_resamples,
         seed=cfg.seed, warnings=warnings, judges=[j.name for j in rt.judges], allow_self_judge=cfg.allow_self_judge,
-        usage=usage_summary(rt), settled=settled, focus=focus, stand_in=plan.stand_in, recheck=cfg.recheck,
+        usage=_usage_summary(rt), settled=settled, focus=focus, stand_in=plan.stand_in, recheck=cfg.recheck,
         embedding_model=rt.metric_options.get("embedding_model", "minilm"), added_scores=added_scores,
         added_judges=added_judges,
     )  # fmt: skip
@@ -174,7 +151,7 @@ def _header(
         "sampling": sel.sampling,
         "seed": sel.seed,
         "models": ", ".join(targets) + " (target)",
-        "judges": judges_line([j.name for j in rt.judges], added_judges, rt.config.judge_repeats),
+        "judges": _judges_line([j.name for j in rt.judges], added_judges, rt.config.judge_repeats),
         "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
         "metrics": ", ".join(plan.predefined)
         + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
@@ -190,8 +167,8 @@ def _header(
             **({"files not read": "; ".join(skipped)} if skipped else {}),
             **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
             **({"replay item ids": extra["replay item ids"]} if extra["replay item ids"] else {}),
-            **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
-            **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
+            **({"sampling parameters": _sampling_line(rt.config)} if _sampling_line(rt.config) else {}),
+            **({"model servers": _model_servers(rt)} if _model_servers(rt) else {}),
             **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
             **({"added to the run": extra["added to the run"]} if extra["added to the run"] else {}),
             **({"until settled": extra["until settled"]} if extra["until settled"] else {}),
@@ -200,16 +177,8 @@ def _header(
     return header
 
 
-def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
-    """The report's warnings about the run itself, and the one stored model the request asks about.
-
-    Args:
-        rt: the run context.
-        state: the graph state of the run (``targets``, ``evaluated``).
-
-    Returns:
-        ``(warnings, focus)``; ``focus`` is ``replay:<model>`` when the request names exactly one stored model.
-    """
+def _run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
+    """(the report's warnings about the run itself, ``replay:<model>`` when the request names exactly one stored model)."""
     warnings = []
     smoke = [
         m.name for m in [*rt.judges, *rt.added_judges, *rt.targets, *([rt.agent] if rt.agent else [])] if m.smoke_test
@@ -255,21 +224,11 @@ def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
     return warnings, focus
 
 
-def additions_line(
+def _additions_line(
     rt: RunContext, responses: Sequence[Any], scores: Sequence[Any] = (), added_scores: Sequence[Any] = ()
 ) -> str:
     """The Run table's "added to the run" line: per ``ask --into`` invocation its time and the targets, judges and
-    metrics it added; "" when none.
-
-    Args:
-        rt: the run context.
-        responses: the run's responses.
-        scores: the run's scores.
-        added_scores: the added judges' scores.
-
-    Returns:
-        One part per ``--into`` invocation, joined by ``"; "``.
-    """
+    metrics it added; "" when none."""
     made: dict[str, dict[str, None]] = {}  # invocation -> its target models, in order
     for r in responses:
         if r.invocation:
@@ -295,15 +254,9 @@ def additions_line(
     return "; ".join(parts)
 
 
-def usage_summary(rt: RunContext) -> dict[str, Any]:
-    """What the "Cost and usage" section reads.
-
-    Args:
-        rt: the run context.
-
-    Returns:
-        The ledger's summary with ``prices`` (where each comes from), ``interrupted`` calls and any ``estimate``.
-    """
+def _usage_summary(rt: RunContext) -> dict[str, Any]:
+    """What the "Cost and usage" section reads: the ledger's summary with ``prices`` (where each comes from),
+    ``interrupted`` calls and any ``estimate``."""
     ledger = rt.ledger or load_ledger(rt)
     summ = dict(ledger.summary())
     if summ.get("rows"):

@@ -19,10 +19,8 @@ from ..core import DRY_EXPERIMENT, ENV_NAMES, InputError, Item, ModelRef, RunCon
 from ..core import SecretValues, Settings, SgievalError, get_logger, load_settings, redact_url, run_logging, url_secrets
 from ..core import use_settings
 from ..core import option_names as run_option_names
-from ..metric_pool import Metric
 from ..models import CallContext, Ledger, NamedModel, Prices, Role, call_context, current_call_context, load_prices
 from ..models import model_secrets, price_table, resolve_model, sampling_for_role, unpriced_models
-from .customisation import MetricPlan, planned_metrics
 from .request_models import check_named_models, model_mentions
 from .stored_responses import resolve_run_model, stored_models
 
@@ -262,20 +260,6 @@ def plan_items(rt: RunContext, ids: list[str]) -> list[Item]:
         The catalog's items, in ``ids`` order.
     """
     return [rt.catalog.by_id[i] for i in ids]
-
-
-def plan_metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Metric]:
-    """The Metric objects of ``plan`` for ``items`` with the run's metric options.
-
-    Args:
-        rt: the run context.
-        items: the items scored.
-        plan: the metric plan.
-
-    Returns:
-        The metrics.
-    """
-    return planned_metrics(plan, items, rt.metric_options)
 
 
 def attach_tools(rt: RunContext, items: list[Item]) -> None:

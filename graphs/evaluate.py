@@ -55,17 +55,9 @@ def after_confirm(state: EvalState) -> str:
     return "evaluation" if state.get("confirmed") else END
 
 
-async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any] | None:
-    """The estimate of a run confirmed with ``--yes``, for the report's cost section; one that fails is logged and the
-    run goes on.
-
-    Args:
-        state: the graph state after the customisation.
-        rt: the run context.
-
-    Returns:
-        The estimate, or None when it failed.
-    """
+async def _unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any] | None:
+    """The estimate of a run confirmed with ``--yes``, for the report's cost section; None (logged) when it fails: the run
+    goes on."""
     try:
         return await estimate_step(state, rt)
     except Exception as e:  # noqa: BLE001 - the estimate informs the report; the run it describes goes on
@@ -107,7 +99,7 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
             return {"confirmed": False, "estimate": estimate, "dry_run_metrics": metrics}
         payload = confirmation(state, c)
         if payload is None:  # --yes: no question; the estimate is still made, for the report
-            return {"confirmed": True, "estimate": state.get("estimate") or await unattended_estimate(state, c)}
+            return {"confirmed": True, "estimate": state.get("estimate") or await _unattended_estimate(state, c)}
         estimate = state.get("estimate") or await estimate_step(state, c)
         return {"confirmed": bool(interrupt({**payload, "estimate": estimate}))}
 
