@@ -23,7 +23,7 @@ from ..core import escape_control_chars, is_own_run, is_trusted, option_names, r
 from ..core import remember_run, run_begins, run_options, sensitive_settings
 from .labels import label, labels_app
 from .metric import metric_app
-from .output import err, fail, out, safe
+from .output import err, exit_on_error, fail, out, safe
 from .process import CommandLine
 from .progress import RunProgress
 from .runfolder import ask_yes, confirm_agent_settings, confirm_settings, given_settings, read_config, read_state
@@ -127,7 +127,6 @@ def _execute(rt: Any, config: RunConfig, resume: bool, ref: str) -> dict[str, An
         except Exception as e:  # noqa: BLE001 - one line on the terminal, the traceback in the run's log
             progress.stop()
             unexpected(e, rt.store.root if rt.store.root.is_dir() else None, config.run_id, ref)
-    raise AssertionError  # unreachable: every path above returns or exits
 
 
 def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: str = "") -> None:
@@ -245,14 +244,12 @@ def _ask(fields: dict[str, Any]) -> None:
     """``sgieval ask``: validate the options (the same RunConfig validation as the Python API), then run."""
     from ..graphs import new_run_id
 
-    try:
+    with exit_on_error():
         config = RunConfig.checked(
             option_names(RunConfig, "cli"), run_id=new_run_id(fields.get("request", "")), **fields
         )
         if not config.into:
             _check_targets(config)
-    except SgievalError as e:
-        fail(e)
     if config.into:
         _ask_into(config, fields)
     else:
@@ -264,10 +261,8 @@ def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
     from ..graphs import into_run
 
     given = [f for f, v in fields.items() if f != "into" and v != _OPTIONS[f].default]
-    try:
+    with exit_on_error():
         merged, d = asyncio.run(into_run(config, given))
-    except SgievalError as e:
-        fail(e)
     again = {
         k: getattr(merged, k)
         for k in sensitive_settings(config)
@@ -357,12 +352,10 @@ def resume(
     elsewhere (base URL, unsafe local execution, a remote sandbox, tools) are shown and used only once
     confirmed, or when passed again (--base-url, --sandbox, --tools, --unsafe-local-exec, --trust-config)."""
     given = given_settings(base_url, sandbox, tools, unsafe_local_exec)
-    try:
+    with exit_on_error():
         RunConfig.checked(
             option_names(RunConfig, "cli"), run_id="resume", budget_usd=budget, prices=price or [], **given
         )
-    except SgievalError as e:
-        fail(e)
     d = run_dir(run, out_dir)
     config = read_config(d)
     # a received folder's "yes" never skips the metric confirmation: only --yes, or the user's own run's
@@ -371,15 +364,13 @@ def resume(
         config.prices = [*config.prices, *price]
         RunStore(d).write_config(config)  # the report and later resumes price with them too
     confirm_settings(config, d, given, trust_config)
-    try:
+    with exit_on_error():
         check_state_file(d / "state.sqlite")
         if budget is not None:
             config.budget_usd = budget
             RunStore(d).write_config(config)  # the report header and later resumes see the new budget
             if asyncio.run(_reopen_budget_stopped(config, d)):
                 err.print(f"continuing the run stopped at its budget with a budget of {budget} USD")
-    except SgievalError as e:
-        fail(e)
     if budget is None and _stopped_at_budget(d):
         err.print(
             f"this run stopped at its budget ({config.budget_usd} USD); to evaluate the rest, pass a larger "
@@ -428,10 +419,8 @@ def export(
     from ..reports import export_run
 
     d = run_dir(run, out_dir)
-    try:
+    with exit_on_error():
         paths = export_run(d, fmt.lower(), dest)
-    except SgievalError as e:
-        fail(e)
     for p in paths:
         out.print(safe(p), soft_wrap=True, highlight=False)
 
@@ -539,11 +528,9 @@ def catalog(
     responses per benchmark (usable as replay:<name> without a model call)."""
     from ..benchmarks import FACETS, load_catalog, stored_responses
 
-    try:
+    with exit_on_error():
         cat = load_catalog(split(benchmark) or None, str(data_dir) if data_dir else None)
         stored, unreadable = stored_responses(cat, str(data_dir) if data_dir else None)
-    except SgievalError as e:
-        fail(e)
     counts = {f: dict(sorted(cat.counts(f).items())) for f in FACETS}
     if as_json:
         out.print_json(
@@ -605,10 +592,8 @@ def data_pull(
                 soft_wrap=True,
             )
             return
-    try:
+    with exit_on_error():
         dest = pull(benchmark)
-    except SgievalError as e:
-        fail(e)
     out.print(safe(f"{benchmark}: {dest}"), highlight=False)
 
 

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from pydantic import ValidationError
 from rich.panel import Panel
 from rich.text import Text
 
 from ..core import Criterion, InputError, Label, MetricSpec, Rubric, RunStore, SgievalError
 from ..reports import csv_cell
-from .output import err, fail, out, safe
+from .output import err, exit_on_error, fail, out, safe
 
 
 labels_app = typer.Typer(
@@ -44,11 +45,9 @@ def _run(run: str, out_dir: Path) -> tuple[Any, dict[str, MetricSpec]]:
 
     p = Path(run).expanduser()
     given = p if p.exists() else out_dir / run
-    try:
+    with exit_on_error():
         records = load_run(given)
         specs = run_metric_specs(records)
-    except SgievalError as e:
-        fail(e)
     if not specs:
         fail(InputError("the run has not chosen its metrics yet", what=str(given), fix=f"`sgieval resume {given}`"))
     return records, specs
@@ -60,12 +59,9 @@ def _targets(records: Any) -> list[str]:
 
 def _append(root: Path, labels: list[Label]) -> None:
     """Append ``labels`` to ``root/labels.jsonl`` as the folder's one writer (refused while a run holds it)."""
-    try:
-        with RunStore(root) as store:
-            store.hold()
-            store.append("labels", labels)
-    except SgievalError as e:
-        fail(e)
+    with exit_on_error(), RunStore(root) as store:
+        store.hold()
+        store.append("labels", labels)
 
 
 def _read_label_file(path: Path, *, labeller: str) -> tuple[list[Label], list[str]]:
@@ -107,10 +103,9 @@ def _read_label_file(path: Path, *, labeller: str) -> tuple[list[Label], list[st
         try:
             labels.append(Label.model_validate(row))
             positions.append(f"line {n}")
-        except ValueError as e:
-            errs = e.errors() if hasattr(e, "errors") else []
-            field = ".".join(map(str, errs[0]["loc"])) if errs and errs[0].get("loc") else "?"
-            problems.append((n, field, str(errs[0]["msg"]) if errs else str(e)))
+        except ValidationError as e:
+            first = e.errors()[0]
+            problems.append((n, ".".join(map(str, first["loc"])) or "?", first["msg"]))
     if problems:
         problems.sort()
         n, field, why = problems[0]
@@ -136,7 +131,7 @@ def import_labels(
 ) -> None:
     """Add labels from FILE to the run's labels.jsonl; nothing is added when one row is bad."""
     records, specs = _run(run, out_dir)
-    try:
+    with exit_on_error():
         labels, positions = _read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
         from ..metric_pool import validate_labels
 
@@ -148,8 +143,6 @@ def import_labels(
             source=str(file),
             positions=positions,
         )
-    except SgievalError as e:
-        fail(e)
     have = {(x.key, x.value, x.note) for x in records.labels}
     new = [x for x in labels if (x.key, x.value, x.note) not in have]
     _append(records.run_dir, new)
@@ -451,12 +444,11 @@ class ViewerLabels:
                         {**row, "labeller": who.strip(), "created_at": now, "sample": sample}, strict=False
                     )
                 )
-            except ValueError as e:
-                errs = e.errors() if hasattr(e, "errors") else []
-                field = ".".join(map(str, errs[0]["loc"])) if errs and errs[0].get("loc") else "?"
+            except ValidationError as e:
+                first = e.errors()[0]
                 raise InputError(
-                    str(errs[0]["msg"]) if errs else str(e),
-                    what=f"POST labels label {n} field {field}",
+                    first["msg"],
+                    what=f"POST labels label {n} field {'.'.join(map(str, first['loc'])) or '?'}",
                     fix=f"a label has the fields {', '.join(VIEWER_FIELDS)}",
                 ) from None
         return labels

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 from rich.table import Table
 
 from ..core import InputError, Item, Response, Rubric, SgievalError
-from .output import err, fail, out, safe
+from .output import err, exit_on_error, fail, out, safe
 
 metric_app = typer.Typer(
     no_args_is_help=True,
@@ -67,13 +67,11 @@ def define(
     from ..graphs import run_metric_chat
     from ..models import resolve_model
 
-    try:
+    with exit_on_error():
         agent = resolve_model(agent_model, "agent", base_url=base_url) if agent_model else None
         if run is not None and not judge:
             raise InputError("--run needs a judge to re-score with", what="--run", fix="add --judge MODEL")
         judges = [resolve_model(j, "judge", base_url=judge_base_url or base_url) for j in judge or []]
-    except SgievalError as e:
-        fail(e)
 
     shown = {"phrasings": agent is not None}  # the offline forms are shown once, before the first change
 
@@ -92,19 +90,15 @@ def define(
         except typer.Abort:
             return "cancel"
 
-    try:
+    with exit_on_error():
         state = asyncio.run(run_metric_chat(answer, agent=agent, name=name, save_dir=out_dir))
-    except SgievalError as e:
-        fail(e)
     if state.get("status") != "done":
         err.print("cancelled; nothing saved")
         raise typer.Exit(3)
     out.print(f"saved: {safe(state['saved'])}", highlight=False)
     if run is not None:
-        try:
+        with exit_on_error():
             rubric_loop(state["saved"], run, judges, out_dir=out_dir or Path(state["saved"]).parent)
-        except SgievalError as e:
-            fail(e)
 
 
 @metric_app.command("list")
@@ -112,10 +106,8 @@ def list_cmd() -> None:
     """Every rubric metric: starter, project (metric_pool/custom) and user."""
     from ..metric_pool import list_rubrics, rubric_origin
 
-    try:
+    with exit_on_error():
         rubrics = list_rubrics()
-    except SgievalError as e:
-        fail(e)
     t = Table(title="rubric metrics (0-100)")
     for col in ("name", "origin", "criteria", "description"):
         t.add_column(col)
@@ -130,10 +122,8 @@ def show(name: str = typer.Argument(..., help="Rubric name (see `sgieval metric 
     """Print a rubric's YAML."""
     from ..metric_pool import load_rubric
 
-    try:
+    with exit_on_error():
         r = load_rubric(name)
-    except SgievalError as e:
-        fail(e)
     print(r.to_yaml(), end="")
 
 
@@ -162,6 +152,7 @@ def test(
     """Score one response with a rubric (--response), or refine the rubric against a run's labels (--run)."""
     from ..metric_pool import RubricMetric, ScoringContext, load_rubric
     from ..models import resolve_model
+    from ..tools import ToolPool
 
     if (response is None) == (run is None):
         fail(
@@ -175,7 +166,7 @@ def test(
         r = load_rubric(name) if response is not None else None
         judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
         text = _response_text(response) if response is not None else ""
-        tool_pool = _tool_pool(tools)
+        tool_pool = ToolPool.from_names(tools) if tools else None
         if run is not None:
             rubric_loop(name, run, judges, tools=tool_pool, tool_budget=tool_budget, top=top, out_dir=out_dir)
             return
@@ -208,15 +199,6 @@ def test(
         ),
         highlight=False,
     )
-
-
-def _tool_pool(tools: str | None) -> Any:
-    """The judges' ToolPool of ``--tools``, or None."""
-    if not tools:
-        return None
-    from ..tools import ToolPool
-
-    return ToolPool.from_names(tools)
 
 
 def _response_text(response: str) -> str:
@@ -354,15 +336,21 @@ def rubric_loop(
     Raises:
         InputError: no such run, no rubric of that name in the run, or no label of it.
     """
-    from ..metric_pool import compare_agreement, disagreements
+    from ..metric_pool import compare_agreement, disagreements, rescore_units
 
     records, rubrics, current, units = _rubric_of_run(name, run)
     labels = records.labels
     panel = [j.name for j in judges]
     judge = panel[0] if len(panel) == 1 else None
     who = judge or "the panel"
-    options = {"tool_budget": tool_budget}
-    before, before_what = _before_scores(records, rubrics, current, units, judges, tools, options)
+
+    def rescore(r: Rubric) -> list[Any]:
+        options = {"tool_budget": tool_budget}
+        return asyncio.run(
+            rescore_units(r, records.items, records.responses, units, judges, tools=tools, options=options)
+        )
+
+    before, before_what = _before_scores(records, rubrics, current, units, panel, rescore)
     err.print(f"{len(labels)} label(s) of {len(units)} unit(s); judge: {', '.join(panel)}", highlight=False)
     while True:
         apart = [d for d in disagreements(before, labels, current, judge=judge) if d.gap != 0]
@@ -380,7 +368,20 @@ def rubric_loop(
             break
         if revised is current:
             continue
-        after = _rescore(revised, records, units, judges, tools, options)
+        err.print(
+            f"re-scoring the {len(units)} labelled unit(s) with version {revised.version} through {', '.join(panel)}",
+            highlight=False,
+            markup=False,
+        )
+        after = rescore(revised)
+        failed = [s for s in after if not s.ok]
+        if failed:
+            err.print(
+                f"{len(failed)} of {len(after)} re-score(s) failed (left out of the agreement): "
+                + "; ".join(f"{s.item_id} {s.model}: {s.status} {s.error}" for s in failed[:3]),
+                highlight=False,
+                markup=False,
+            )
         changes = compare_agreement(before, after, labels, revised, judge=judge)
         out.print(_agreement_table(changes, who, before_what, f"v{revised.version}"))
         try:
@@ -393,32 +394,6 @@ def rubric_loop(
         path = _save_version(revised, current, out_dir, after)
         out.print(safe(f"saved {revised.name} version {revised.version}: {path}"), highlight=False)
         current, before, before_what = revised, after, f"v{revised.version}"
-
-
-def _rescore(
-    revised: Rubric, records: Any, units: list[Any], judges: list[Any], tools: Any, options: dict
-) -> list[Any]:
-    """The labelled units scored with the revised rubric through ``judges``; the failures are named."""
-    from ..metric_pool import rescore_units
-
-    panel = ", ".join(j.name for j in judges)
-    err.print(
-        f"re-scoring the {len(units)} labelled unit(s) with version {revised.version} through {panel}",
-        highlight=False,
-        markup=False,
-    )
-    after = asyncio.run(
-        rescore_units(revised, records.items, records.responses, units, judges, tools=tools, options=options)
-    )
-    failed = [s for s in after if not s.ok]
-    if failed:
-        err.print(
-            f"{len(failed)} of {len(after)} re-score(s) failed (left out of the agreement): "
-            + "; ".join(f"{s.item_id} {s.model}: {s.status} {s.error}" for s in failed[:3]),
-            highlight=False,
-            markup=False,
-        )
-    return after
 
 
 def _rubric_of_run(name: str, run: Path) -> tuple[Any, dict[str, Rubric], Rubric, list[Any]]:
@@ -451,15 +426,13 @@ def _before_scores(
     rubrics: dict[str, Rubric],
     current: Rubric,
     units: list[Any],
-    judges: list[Any],
-    tools: Any,
-    options: dict,
+    panel: list[str],
+    rescore: Callable[[Rubric], list[Any]],
 ) -> tuple[list[Any], str]:
-    """The scores the revisions are compared with: the run's own when ``judges`` scored it with this text, else
-    the labelled units scored with it through ``judges`` (so before and after differ only in the rubric)."""
-    from ..metric_pool import rescore_units, scored_by
+    """The scores the revisions are compared with: the run's own when the judges ``panel`` scored it with this text,
+    else the labelled units scored with it by ``rescore`` (so before and after differ only in the rubric)."""
+    from ..metric_pool import scored_by
 
-    panel = [j.name for j in judges]
     stored = [s for s in records.scores if s.metric == current.name and (s.item_id, s.model) in set(units)]
     same_text = current.criteria == rubrics[current.name].criteria and current.weights == rubrics[current.name].weights
     if same_text and scored_by(stored, current, units) == set(panel):
@@ -476,10 +449,7 @@ def _before_scores(
         highlight=False,
         markup=False,
     )
-    before = asyncio.run(
-        rescore_units(current, records.items, records.responses, units, judges, tools=tools, options=options)
-    )
-    return before, f"v{current.version}"
+    return rescore(current), f"v{current.version}"
 
 
 def _ask_revision(current: Rubric) -> Rubric | None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import NoReturn
+
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from ..core import SgievalError, escape_control_chars
 
-__all__ = ["err", "fail", "out", "safe"]
+__all__ = ["err", "exit_on_error", "fail", "out", "safe"]
 
 err = Console(stderr=True)
 out = Console()
@@ -26,7 +30,7 @@ def safe(value: object) -> str:
     return escape(escape_control_chars(str(value)))
 
 
-def fail(e: SgievalError) -> None:
+def fail(e: SgievalError) -> NoReturn:
     """Print ``e`` as one error line on stderr and end the command with its exit code.
 
     Args:
@@ -37,3 +41,19 @@ def fail(e: SgievalError) -> None:
     """
     err.print(f"[bold red]error:[/] {safe(e.one_line())}", highlight=False, soft_wrap=True)
     raise typer.Exit(e.exit_code)
+
+
+@contextlib.contextmanager
+def exit_on_error() -> Iterator[None]:
+    """Run the body; an SgievalError it raises ends the command through :func:`fail`.
+
+    Yields:
+        Nothing.
+
+    Raises:
+        typer.Exit: the body raised an SgievalError.
+    """
+    try:
+        yield
+    except SgievalError as e:
+        fail(e)

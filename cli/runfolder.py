@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import typer
@@ -21,7 +21,7 @@ def split(values: list[str] | None) -> list[str]:
     return [v.strip() for x in values or [] for v in x.split(",") if v.strip()]
 
 
-def unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "", ref: str | None = None) -> None:
+def unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "", ref: str | None = None) -> NoReturn:
     """End the command with one line for an exception that is no SgievalError, never a traceback: a full disk names
     the disk (exit 2); anything else names the exception (exit 1), and with a run folder its traceback goes to
     ``run_dir/log.jsonl`` and the line says how to continue."""
@@ -58,7 +58,6 @@ def run_dir(run: str, out_dir: Path) -> Path:
             return d
     fix = f"give a run id listed by `sgieval runs --out {out_dir}`, the run folder, or its report.md"
     fail(InputError("no such run", what=run, fix=fix))
-    raise AssertionError  # unreachable: fail exits
 
 
 def _reason(e: Exception) -> str:

@@ -14,7 +14,7 @@ import typer
 
 from ..core import InputError, RunConfig, RunStore, SgievalError, TamperedFileError, read_text_in
 from .labels import ViewerLabels, viewer_labelling
-from .output import err, fail, out, safe
+from .output import err, exit_on_error, fail, out, safe
 from .runfolder import confirm_agent_settings, read_config, read_state, rerender_report, run_dir
 
 
@@ -72,10 +72,8 @@ def view(
     if dest is not None:
         _check_viewer_dest(dest, d)
     _report_data(d, config, base_url, trust_config, writable=dest is None)
-    try:
+    with exit_on_error():
         path, receiver = _write_run_viewer(d, config, serve=serve, labeller=labeller, dest=dest)
-    except SgievalError as e:
-        fail(e)
     out.print(f"viewer: {safe(path)}", soft_wrap=True, highlight=False)
     if serve:
         _serve(path.parent, port, open_browser, receiver)
