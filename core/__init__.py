@@ -7,7 +7,7 @@ from .errors import validation_errors_text
 from .errors import OfflineError, problem_to_input_error, RunStoppedError, SandboxUnavailableError
 from .errors import SgievalError, TamperedFileError, ToolError
 from .files import atomic_write_text, disk_error, escape_control_chars, is_disk_full, json_loads_strict, lone_surrogate
-from .files import read_bytes_in, read_text_in, repair_text, slug_name, split_jsonl, write_bytes_in
+from .files import read_bytes_in, read_text_in, slug_name, split_jsonl, write_bytes_in
 from .files import find_links, open_append_in, replace_dir_in, write_text_in
 from .secrets import redact_secrets, redact_url, SecretValues, url_secrets
 from .modelref import add_prefix, known_prefixes, ModelRef, same_model
@@ -45,7 +45,7 @@ __all__ = ["CacheCorruptError", "CredentialsError", "DataNotFoundError", "FieldP
 __all__ += ["OfflineError", "problem_to_input_error", "RunStoppedError", "SandboxUnavailableError"]
 __all__ += ["SgievalError", "TamperedFileError", "ToolError", "atomic_write_text", "disk_error", "escape_control_chars"]
 __all__ += ["is_disk_full", "json_loads_strict", "lone_surrogate", "read_bytes_in", "read_text_in"]
-__all__ += ["repair_text", "slug_name", "split_jsonl", "write_bytes_in", "write_text_in", "redact_secrets"]
+__all__ += ["slug_name", "split_jsonl", "write_bytes_in", "write_text_in", "redact_secrets"]
 __all__ += ["validation_errors_text"]
 __all__ += ["redact_url", "SecretValues", "url_secrets", "ModelRef", "same_model", "prompt_hash", "prompt_record"]
 __all__ += ["load_yaml", "as_evidence", "CORPUS", "Criterion", "criterion_key", "CRITERION_TOOLS", "CriterionTool"]

@@ -22,7 +22,7 @@ from .errors import InputError
 __all__ = ["PLAIN_NAME", "slug_name", "atomic_write_text", "disk_error", "is_disk_full"]
 __all__ += ["escape_control_chars", "json_loads_strict", "split_jsonl", "find_links", "link_error", "write_bytes_in"]
 __all__ += ["write_text_in", "read_bytes_in", "read_text_in", "open_append_in", "open_update_in", "replace_dir_in"]
-__all__ += ["lone_surrogate", "repair_text", "repair_deep"]
+__all__ += ["lone_surrogate", "repair_deep"]
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 """A run id: letters, digits, ``.``, ``_``, ``-``; starts with a letter or digit; at most 200 characters."""
@@ -115,7 +115,7 @@ def atomic_write_text(path: str | Path, text: str, *, root: str | Path | None = 
     """
     if root is not None:
         return write_text_in(root, path, text)
-    text = repair_text(text)[0]  # a lone surrogate (from a model's reply) becomes U+FFFD, never a failed write
+    text = _repair_text(text)[0]  # a lone surrogate (from a model's reply) becomes U+FFFD, never a failed write
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
@@ -348,7 +348,7 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
 
 
 def write_text_in(root: str | Path, path: str | Path, text: str) -> Path:
-    """:func:`write_bytes_in` of ``text`` as UTF-8; a lone surrogate is written as U+FFFD (:func:`repair_text`).
+    """:func:`write_bytes_in` of ``text`` as UTF-8; a lone surrogate is written as U+FFFD (:func:`_repair_text`).
 
     Args:
         root: the run folder.
@@ -358,7 +358,7 @@ def write_text_in(root: str | Path, path: str | Path, text: str) -> Path:
     Returns:
         The path written.
     """
-    return write_bytes_in(root, path, repair_text(text)[0].encode("utf-8"))
+    return write_bytes_in(root, path, _repair_text(text)[0].encode("utf-8"))
 
 
 def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = False) -> bytes:
@@ -477,24 +477,17 @@ def lone_surrogate(text: str) -> int | None:
     return m.start() if m else None
 
 
-def repair_text(text: str) -> tuple[str, bool]:
-    """``text`` with every lone surrogate replaced by U+FFFD (a split high + low pair joined).
-
-    Args:
-        text: any text.
-
-    Returns:
-        ``(repaired text, changed)``.
-    """
+def _repair_text(text: str) -> tuple[str, bool]:
+    """``(text with every lone surrogate as U+FFFD (a split high + low pair joined), changed)``."""
     if lone_surrogate(text) is None:
         return text, False
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"), True
 
 
 def repair_deep(value: object) -> tuple[object, bool]:
-    """:func:`repair_text` on every string, key and element in ``value``: (repaired value or ``value``, changed)."""
+    """:func:`_repair_text` on every string, key and element in ``value``: (repaired value or ``value``, changed)."""
     if isinstance(value, str):
-        return repair_text(value)
+        return _repair_text(value)
     if isinstance(value, dict):
         pairs = [(repair_deep(k), repair_deep(v)) for k, v in value.items()]
         if any(ck or cv for (_, ck), (_, cv) in pairs):

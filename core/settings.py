@@ -133,14 +133,11 @@ class Settings(BaseSettings):
             ``SGIEVAL_<NAME>`` -> value (paths as text, unset None); secrets as ``"set"`` / ``"not set"``.
         """
         out: dict[str, Any] = {}
-        for name in type(self).model_fields:
+        for name, env in ENV_NAMES.items():
             v = getattr(self, name)
             if name.endswith("_api_key"):
-                out[name.upper()] = "set" if v is not None and v.get_secret_value() else "not set"
-            elif name == "openai_base_url":
-                out[name.upper()] = redact_url(v)
-            else:
-                out[f"SGIEVAL_{name.upper()}"] = str(v) if isinstance(v, Path) else v
+                v = "set" if v is not None and v.get_secret_value() else "not set"
+            out[env] = redact_url(v) if name == "openai_base_url" else str(v) if isinstance(v, Path) else v
         return out
 
     def header_line(self) -> str:
@@ -153,8 +150,7 @@ class Settings(BaseSettings):
 
 
 ENV_NAMES = {
-    name: (name.upper() if name in ("openai_api_key", "e2b_api_key", "openai_base_url") else f"SGIEVAL_{name.upper()}")
-    for name in Settings.model_fields
+    name: name.upper() if f.validation_alias else f"SGIEVAL_{name.upper()}" for name, f in Settings.model_fields.items()
 }
 """Settings field -> the environment variable it reads."""
 
