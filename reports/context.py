@@ -133,11 +133,6 @@ class ReportContext:
         """Every target model in ranking order (unscored ones last)."""
         return [s.model for s in self.stats]
 
-    @property
-    def one_model(self) -> bool:
-        """Whether the Answer is about one model (``focus``, or one target model)."""
-        return self.focus is not None or len(self.stats) == 1
-
     @functools.cached_property
     def by_id(self) -> dict[str, Item]:
         """The items by id."""

@@ -46,7 +46,7 @@ def _row(kind: str, rec: Response | Score, metric: str) -> dict[str, Any]:
 
 
 def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
-    """One pass over ``responses`` and one over ``scores`` for :func:`reply_flags` and :func:`failures`."""
+    """One pass over ``responses`` and one over ``scores`` for :func:`failures`."""
     t = _Tally()
     for r in responses:
         if r.status == "ok":
@@ -79,27 +79,11 @@ def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
     return t
 
 
-def _apart(t: _Tally) -> dict[str, Any]:
-    return {
-        "truncated": t.truncated,
-        "empty": t.empty,
-        "no_answer": sum(t.no_answer.values()),
-        "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(t.no_answer.items())),
-        "injection": t.injection,
-        "errors": t.errors,
-        "errors_by_status": ", ".join(f"{k} {v}" for k, v in sorted(t.error_statuses.items())),
-    }
-
-
-def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any]:
-    """The Failures section's counts, each apart: ``truncated`` and ``empty`` replies (D.10), ``no_answer`` ok scores
-    (``details["no_answer"]``), ``injection`` (D.14) and ``errors`` (failed responses and applicable scores)."""
-    return _apart(_tally(responses, scores))
-
-
 def failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
-    """Failed responses and scores for the Failures section, not-applicable scores apart in ``not_applicable`` and
-    flagged scores (D.14) counted in ``flags`` whatever their status."""
+    """Failed responses and scores for the Failures section, not-applicable scores apart in ``not_applicable``,
+    flagged scores (D.14) counted in ``flags`` whatever their status, and in ``apart`` the counts kept apart from the
+    failures: ``truncated`` and ``empty`` replies (D.10), ``no_answer`` ok scores (``details["no_answer"]``),
+    ``injection`` (D.14) and ``errors`` (failed responses and applicable scores)."""
     t = _tally(responses, scores)
     by_status = Counter(r["status"] for r in t.rows)
     by_metric = Counter(r["metric"] for r in t.na)
@@ -110,7 +94,15 @@ def failures(responses: list[Response], scores: list[Score], limit: int = 30) ->
             "rows": t.flagged[:limit],
             "more": max(0, len(t.flagged) - limit),
         },
-        "apart": _apart(t),
+        "apart": {
+            "truncated": t.truncated,
+            "empty": t.empty,
+            "no_answer": sum(t.no_answer.values()),
+            "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(t.no_answer.items())),
+            "injection": t.injection,
+            "errors": t.errors,
+            "errors_by_status": ", ".join(f"{k} {v}" for k, v in sorted(t.error_statuses.items())),
+        },
         "total": len(t.rows),
         "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
         "rows": t.rows[:limit],

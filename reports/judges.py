@@ -62,24 +62,19 @@ def self_preference(
     """
     out = []
     for m in models:
-        for src in sources:
-            j = src.get("coherence", "")
-            if j and same_model(j, m):
-                how = "stored judgements of the original run" if src.get("origin") == "stored" else "live"
-                out.append(
-                    f"{m} is ranked while {j} judged the coherence that decided its accepted answers ({how}): "
-                    "a judge may favour its own answers (self-preference), so its position may be overstated"
-                )
-                break
-        else:
-            if allow_self_judge:
-                for j in live_judges:
-                    if same_model(j, m):
-                        out.append(
-                            f"{m} is ranked while {j} judged its responses (--allow-self-judge): a judge may "
-                            "favour its own answers (self-preference)"
-                        )
-                        break
+        src = next((s for s in sources if s.get("coherence") and same_model(s["coherence"], m)), None)
+        live = next((j for j in live_judges if same_model(j, m)), None) if allow_self_judge else None
+        if src is not None:
+            how = "stored judgements of the original run" if src.get("origin") == "stored" else "live"
+            out.append(
+                f"{m} is ranked while {src['coherence']} judged the coherence that decided its accepted answers "
+                f"({how}): a judge may favour its own answers (self-preference), so its position may be overstated"
+            )
+        elif live is not None:
+            out.append(
+                f"{m} is ranked while {live} judged its responses (--allow-self-judge): a judge may favour its own "
+                "answers (self-preference)"
+            )
     return out
 
 

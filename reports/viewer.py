@@ -349,16 +349,11 @@ def answer_links(
         want = models or list(per)
         behind = []
         for it in items:
-            if facet and str(getattr(it, facet)) != value:
+            have = [g for g in (per.get(m, {}).get(it.id) for m in want) if g is not None]
+            if (facet and str(getattr(it, facet)) != value) or not have or (models and len(have) < len(want)):
                 continue
-            got_v = [per.get(m, {}).get(it.id) for m in want]
-            if models and any(g is None for g in got_v):
-                continue
-            if not any(g is not None for g in got_v):
-                continue
-            if flags and not any(set(flags) & g[1] for g in got_v if g is not None):
-                continue
-            behind.append(it.id)
+            if not flags or any(set(flags) & g[1] for g in have):
+                behind.append(it.id)
         if behind or named_ids:
             out[text] = {
                 "models": models,

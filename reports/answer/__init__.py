@@ -97,7 +97,8 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
     Returns:
         The Answer (no summary yet).
     """
-    spec, groups, pairs, stats, one = ctx.spec, ctx.groups, ctx.pairs, ctx.stats, ctx.one_model
+    spec, groups, pairs, stats = ctx.spec, ctx.groups, ctx.pairs, ctx.stats
+    one = ctx.focus is not None or len(stats) == 1  # the Answer is about one model
     verdict = verdict_sentence(
         ctx.request,
         stats,

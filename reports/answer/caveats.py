@@ -19,22 +19,12 @@ from ..ranking import (
 )
 from .where import dominant_item
 
-__all__ = ["coverage_sentence", "fact_caveats", "ranking_caveats", "sensitivity_sentence"]
+__all__ = ["fact_caveats", "ranking_caveats", "sensitivity_sentence"]
 
 
-def coverage_sentence(cov: Coverage, spec: MetricSpec) -> str | None:
+def _coverage_sentence(cov: Coverage, spec: MetricSpec) -> str | None:
     """One Answer sentence with the numbers when the order on the shared items, on each model's own items and
-    with failures counted as wrong are not all the same; None when they agree (or coverage does not differ).
-
-    Args:
-        cov: the Coverage.
-        spec: the ranking metric.
-
-    Returns:
-        The sentence, or None.
-    """
-    if not cov.differs:
-        return None
+    with failures counted as wrong are not all the same; None when they agree."""
     hib = spec.higher_is_better
     readings = []
     if cov.shared_means:
@@ -71,7 +61,7 @@ def ranking_caveats(
     if cov is not None and cov.differs:
         counts = ", ".join(f"{m} {n}" for m, (n, _) in cov.own.items())
         who = "both" if len(cov.own) == 2 else "all of them"
-        sentence = coverage_sentence(cov, spec)
+        sentence = _coverage_sentence(cov, spec)
         if not cov.shared:
             out.append(
                 f"Coverage differs (scored items: {counts}) and no item is scored by every model, so the means "

@@ -15,7 +15,7 @@ from ..context import ReportContext
 from ..format import count_phrase, fmt, fmt2, fmt_p
 from ..ranking import item_values
 
-__all__ = ["ci_of", "how_much", "named_models", "pair_note", "paired", "question_pair", "units_phrase", "yes_no"]
+__all__ = ["ci_of", "how_much", "named_models", "pair_note", "paired", "question_pair", "yes_no"]
 
 _WORSE = re.compile(r"\b(?:worse|lower|weaker|less|behind|below)\b", re.I)
 
@@ -73,18 +73,10 @@ def paired(ctx: ReportContext, a: dict[str, float], b: dict[str, float]) -> Any:
     return ctx.pool.paired_test(a, b, n_resamples=ctx.n_resamples, seed=ctx.seed)
 
 
-def units_phrase(diff: float, spec: MetricSpec) -> str:
-    """What a per-item difference means in the metric's units: for a count, ``about 7.5 more accepted answers per
-    question``; for a 0-1 metric, ``about 12 more items in 100 scored 1``; else its share of the scale's range
-    (``23% of the scale's range (0-100) more per item``).
-
-    Args:
-        diff: the per-item difference on the metric's scale (positive: better).
-        spec: the metric.
-
-    Returns:
-        The phrase.
-    """
+def _units_phrase(diff: float, spec: MetricSpec) -> str:
+    """What a per-item difference (positive: better) means in the metric's units: for a count, ``about 7.5 more
+    accepted answers per question``; for a 0-1 metric, ``about 12 more items in 100 scored 1``; else its share of the
+    scale's range (``23% of the scale's range (0-100) more per item``)."""
     lo, hi = spec.range
     more = "more" if diff >= 0 else "fewer"
     if math.isinf(hi):
@@ -175,7 +167,7 @@ def how_much(ctx: ReportContext) -> str:
     better = r.mean_diff if spec.higher_is_better else -r.mean_diff
     return (
         f"{a} against {b} by {spec.name} ({spec.scale_label}){_scope(ctx)}: {_diff_clause(a, b, r, spec)}. "
-        f"Standardised effect size: {dz}. In the metric's units: {a} scores {units_phrase(better, spec)} than {b}"
+        f"Standardised effect size: {dz}. In the metric's units: {a} scores {_units_phrase(better, spec)} than {b}"
         + (f" ({fmt(r.mean_diff)} per item)" if not math.isinf(spec.range[1]) else "")
         + "."
         + pair_note(ctx, (a, b))

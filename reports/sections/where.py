@@ -22,16 +22,16 @@ __all__ = ["WhereReport", "item_link", "where_report"]
 class WhereReport:
     """The section's blocks and the Answer's sentences; ``leads``: the request asked where the models differ."""
 
-    title: str = "Who wins where"
     blocks: list[Block] = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
     leads: bool = False
-    tables: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def section(self) -> Section:
         """The "Who wins where" report section, its sentences under the Answer's "where" part."""
-        return Section("where", self.title, list(self.blocks), answer={"where": list(self.sentences)}, leads=self.leads)
+        return Section(
+            "where", "Who wins where", list(self.blocks), answer={"where": list(self.sentences)}, leads=self.leads
+        )
 
 
 def _row(r: Any, spec: MetricSpec) -> list[str]:
@@ -135,7 +135,7 @@ def where_report(
             Text(DEPARTURES),
             _departures(departures, models, spec),
         ]
-    return WhereReport(blocks=blocks, sentences=sentences, leads=asks_where(request), tables=tables)
+    return WhereReport(blocks=blocks, sentences=sentences, leads=asks_where(request))
 
 
 def _departures(departures: list[Any], models: list[str], spec: MetricSpec) -> Table:

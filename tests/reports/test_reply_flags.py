@@ -8,7 +8,7 @@ import math
 from sgieval.core import Response, Score
 from sgieval.metric_pool.stats import summarize
 from sgieval.reports import ci_text
-from sgieval.reports.failures import reply_flags
+from sgieval.reports.failures import failures
 
 
 def test_reply_flags_count_each_kind_apart():
@@ -42,7 +42,7 @@ def test_reply_flags_count_each_kind_apart():
             details={"not_applicable": True},
         ),
     ]
-    assert reply_flags(responses, scores) == {
+    assert failures(responses, scores)["apart"] == {
         "truncated": 1,
         "empty": 2,
         "no_answer": 3,
