@@ -4,7 +4,7 @@ one JSON line in the run folder (``runs/<run_id>/{items,responses,scores}.jsonl`
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer, model_validator
 
@@ -226,10 +226,7 @@ Evidence = Annotated[
 """One typed evidence record; ``kind`` selects the shape."""
 
 EVIDENCE_KINDS: dict[str, type[BaseModel]] = {
-    "tool_call": ToolCallEvidence,
-    "judge_reply": JudgeReplyEvidence,
-    "sandbox_run": SandboxRunEvidence,
-    "retrieval": RetrievalEvidence,
+    c.model_fields["kind"].default: c for c in get_args(get_args(Evidence)[0])
 }
 
 
