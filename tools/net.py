@@ -1,7 +1,8 @@
 """Connectivity and fetching: is a host reachable (fast, cached), and GET a URL with a size cap.
 
-:func:`is_online` resolves the host in a helper thread and opens one TCP connection within 0.8 s in total, cached for
-60 s; ``SGIEVAL_NETWORK=offline|online`` overrides the probe; with ``HTTPS_PROXY`` / ``ALL_PROXY`` the proxy is probed.
+:func:`network_status` resolves the host in a helper thread and opens one TCP connection within 0.8 s in total,
+cached for 60 s; ``SGIEVAL_NETWORK=offline|online`` overrides the probe; with ``HTTPS_PROXY`` / ``ALL_PROXY`` the proxy
+is probed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 
 from ..core import InputError, OfflineError, ToolError, current_settings
 
-__all__ = ["DDGS_PROBE_HOST", "Fetched", "fetch_url", "is_online", "network_status"]
+__all__ = ["DDGS_PROBE_HOST", "Fetched", "fetch_url", "network_status"]
 
 DDGS_PROBE_HOST = "duckduckgo.com"
 _PROBE_TTL_S = 60.0
@@ -100,20 +101,6 @@ def network_status(
     with _probe_lock:
         _probe_cache[target] = (time.monotonic(), ok, why)
     return ok, why
-
-
-def is_online(host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False) -> bool:
-    """Whether ``host:port`` is reachable (cached probe, < 1 s).
-
-    Args:
-        host: the host probed.
-        port: its port.
-        refresh: probe again instead of using the cached answer.
-
-    Returns:
-        True when reachable.
-    """
-    return network_status(host, port, refresh=refresh)[0]
 
 
 @dataclass

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from ..core import InputError, OfflineError, ToolError, split_jsonl
 from ..core.retry import RetriesExhausted, RetryPolicy, retry
 from ..core.retry import retry_after_s as header_retry_after_s
-from .net import DDGS_PROBE_HOST, fetch_url, is_online, network_status
+from .net import DDGS_PROBE_HOST, fetch_url, network_status
 from .pdf import read_pdf
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "WebPage",
     "BM25Index",
     "WebSearch",
-    "is_online",
     "network_status",
     "fetch_url",
     "visit_webpage",
@@ -106,7 +105,7 @@ def visit_webpage(url: str, *, max_chars: int = 20_000, timeout_s: float = 15.0,
         The page: URL, title, text, ``truncated``.
 
     Raises:
-        OfflineError: offline, within a second (:func:`is_online`).
+        OfflineError: offline, within a second (:func:`network_status`).
     """
     got = fetch_url(url, timeout_s=timeout_s, transport=transport)
     ctype = got.content_type.lower()

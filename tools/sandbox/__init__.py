@@ -5,7 +5,7 @@ with ``--unsafe-local-exec``); shared parts in :mod:`.common` and :mod:`.process
 
 from __future__ import annotations
 
-from .bwrap import DEFAULT_UIDS, BubblewrapSandbox, bwrap_status, uid_lock_dir
+from .bwrap import BubblewrapSandbox, bwrap_status
 from .common import SANDBOX_WORKDIR, TRUNCATION_MARKER, SandboxLimits, UnavailableSandbox, escape_control_chars
 from .e2b import E2BSandbox
 from .factory import BACKENDS, RunPythonInput, get_sandbox
@@ -14,7 +14,6 @@ from .process import processes_of_uid
 
 __all__ = [
     "BACKENDS",
-    "DEFAULT_UIDS",
     "SANDBOX_WORKDIR",
     "TRUNCATION_MARKER",
     "BubblewrapSandbox",
@@ -27,5 +26,4 @@ __all__ = [
     "escape_control_chars",
     "get_sandbox",
     "processes_of_uid",
-    "uid_lock_dir",
 ]

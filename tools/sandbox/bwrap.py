@@ -161,8 +161,7 @@ def _system_binds() -> list[str]:
 def _bwrap_python_paths(python: str) -> list[str]:
     """Folders bound read-only so ``python`` runs inside: this process's prefixes and ``python``'s installation."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    paths.add(str(Path(os.path.abspath(python)).parent.parent))
-    paths.add(str(Path(os.path.realpath(python)).parent.parent))
+    paths |= {str(Path(f(python)).parent.parent) for f in (os.path.abspath, os.path.realpath)}
     return sorted(p for p in paths if p and p != "/" and not p.startswith("/usr/"))  # /usr is bound whole
 
 

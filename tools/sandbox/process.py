@@ -38,18 +38,11 @@ class _Raw:
 def processes_of_uid(uid: int) -> list[int]:
     """PIDs of live processes whose real uid is ``uid`` (reads /proc)."""
     pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/status") as fh:
-                for line in fh:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            pids.append(int(d))
-                        break
-        except OSError:
-            continue
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError), open(f"/proc/{d}/status") as fh:
+            real = next((line.split()[1] for line in fh if line.startswith("Uid:")), None)
+            if real is not None and int(real) == uid:
+                pids.append(int(d))
     return pids
 
 
@@ -81,9 +74,7 @@ class TreeWatch:
         parent: dict[int, int] = {}
         rss: dict[int, int] = {}
         members: set[int] = {self.root}
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
+        for d in filter(str.isdigit, os.listdir("/proc")):
             pid = int(d)
             try:
                 with open(f"/proc/{d}/stat", "rb") as f:
@@ -219,11 +210,20 @@ class Follow:
                 pass
         finally:
             self.sel.close()
-            _reap(self.proc)
+            with contextlib.suppress(ChildProcessError):  # already reaped by a poll
+                self.proc.returncode = os.waitstatus_to_exitcode(os.waitpid(self.proc.pid, 0)[1])
             if not self.driven:
                 self.raws[0].returncode = self.proc.returncode
                 self.raws[0].wall_s = time.perf_counter() - self.t0
-            _end_group(self.proc, self.pidfd)
+            # whatever of the process group survives is killed, its pipes and pidfd closed
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            for f in (self.proc.stdout, self.proc.stderr):
+                if f is not None:
+                    with contextlib.suppress(OSError):
+                        f.close()
+            if self.pidfd is not None:
+                os.close(self.pidfd)
         for i, raw in enumerate(self.raws):
             raw.stdout = bytes(self.bufs.get((i, "stdout"), b""))
             raw.stderr = bytes(self.bufs.get((i, "stderr"), b""))
@@ -346,23 +346,3 @@ class Follow:
                     self.files.update({str(k): str(v) for k, v in got.items()})
             except ValueError:
                 pass
-
-
-def _reap(proc: subprocess.Popen) -> int | None:
-    """Wait for ``proc`` and set its ``returncode`` (a signal as its negative number); returns it."""
-    with contextlib.suppress(ChildProcessError):  # already reaped by a poll
-        _, status = os.waitpid(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode
-
-
-def _end_group(proc: subprocess.Popen, pidfd: int | None) -> None:
-    """After :func:`_reap`: SIGKILL whatever of ``proc``'s process group survives, close its pipes and ``pidfd``."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    for f in (proc.stdout, proc.stderr):
-        if f is not None:
-            with contextlib.suppress(OSError):
-                f.close()
-    if pidfd is not None:
-        os.close(pidfd)
