@@ -56,31 +56,19 @@ NUMERIC_EXAMPLE = "0.25"
 PHRASE_EXAMPLE = "T cell and B cell"
 
 
-def is_numeric_reference(answer: str) -> bool:
-    """A.1 step 2: numeric when Python ``float(answer)`` succeeds ("1e5", "inf", surrounding spaces)."""
+def parser_example(answer: str) -> str:
+    """The answer parser's example value (A.1 step 2): "0.25" for a numeric reference (Python ``float(answer)``
+    succeeds: "1e5", "inf", surrounding spaces), else "T cell and B cell"."""
     try:
         float(answer)
     except (TypeError, ValueError):
-        return False
-    return True
-
-
-def parser_example(answer: str) -> str:
-    """The answer parser's example value: "0.25" for a numeric reference, else "T cell and B cell" (A.1 step 2)."""
-    return NUMERIC_EXAMPLE if is_numeric_reference(answer) else PHRASE_EXAMPLE
+        return PHRASE_EXAMPLE
+    return NUMERIC_EXAMPLE
 
 
 def exact_match(answer: str, extracted: str, parsed: str | None = None) -> int:
     """A.1 step 3: 1 if ``answer == extracted`` or ``answer == parsed`` (plain ``==``; None never equal), else 0."""
     return int(answer == extracted or (parsed is not None and answer == parsed))
-
-
-def normalised_equal(reference: str, prediction: str) -> bool:
-    """Whether ``prediction`` matches ``reference`` under METRICS.md D.11
-    (:func:`sgieval.metric_pool.answers.normalised_match`): NFKC, dashes to ``-``, whitespace collapsed, casefold; or,
-    when both read as numbers, equal after rounding half-up to the reference's written decimal places. Units are not
-    handled."""
-    return normalised_match(reference, prediction)
 
 
 PARSER_SYSTEM = """You convert text into a value that has exactly the format of an example value.
@@ -174,7 +162,7 @@ class ExactMatchMetric(Metric):
                 judge_name = parsers[0].name
         em = exact_match(ref, extracted, parsed)
         cands = [extracted] + ([parsed] if parsed is not None else [])
-        emn = int(any(normalised_equal(ref, c) for c in cands))
+        emn = int(any(normalised_match(ref, c) for c in cands))
         details: dict[str, Any] = {"model_answer": extracted, "model_answer_after_llm_parser": parsed, "reference": ref}
         if not extracted.strip():  # empty <answer></answer> (D.1): no answer found, apart from wrong answers
             details["no_answer"] = True

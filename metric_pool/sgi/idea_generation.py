@@ -405,9 +405,7 @@ def graph_similarity(
         graphs: list[Graph] = []
         for d in (gen, ref):
             nodes = {str(k): v for k, v in d["ImplementationSteps"].items()}
-            if not nodes:
-                return 0.0, {"reason": "no nodes"}
-            edges = _order_edges(d["ImplementationOrder"], [str(k) for k in d["ImplementationSteps"].keys()])
+            edges = _order_edges(d["ImplementationOrder"], list(nodes))
             chain = sorted(nodes)
             graphs.append((nodes, edges or set(zip(chain, chain[1:]))))
         g1, g2 = graphs
@@ -495,11 +493,12 @@ class IdeaGenerationMetric(Metric):
 
     def _evaluator_error(self, item: Item, response: Response, reason: str) -> list[Score]:
         why, details = f"evaluator error, final_score 0 (A.2): {reason}", {"evaluator_error": reason}
-        zero = score_for(item, response, FINAL_SPEC.name, 0.0, rationale=why, details=details)
-        failed = {
-            s.name: score_for(item, response, s.name, None, status="parse_error", error=reason) for s in self.specs
-        }
-        return [zero if s.name == FINAL_SPEC.name else failed[s.name] for s in self.specs]
+        return [
+            score_for(item, response, s.name, 0.0, rationale=why, details=details)
+            if s.name == FINAL_SPEC.name
+            else score_for(item, response, s.name, None, status="parse_error", error=reason)
+            for s in self.specs
+        ]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         if not response.ok:

@@ -7,11 +7,11 @@ from langchain_core.runnables import RunnableLambda
 
 from sgieval.core import Item, Response
 from sgieval.metric_pool.base import ScoringContext
+from sgieval.metric_pool.answers import normalised_match
 from sgieval.metric_pool.sgi.common import extract_answer_tag, is_empty_or_none, model_answer
 from sgieval.metric_pool.sgi.deep_research import (
     ExactMatchMetric,
     StepLevelAccuracyMetric,
-    normalised_equal,
     parser_example,
     parser_messages,
 )
@@ -128,10 +128,8 @@ async def test_em_normalised_unicode(ref, text, emn):
 
 
 def test_one_normalisation_for_every_normalised_metric():
-    from sgieval.metric_pool.answers import normalised_match
-
     for ref, pred in (("-0.76", "\u22120.76"), ("\u00e5ngstr\u00f6m", "a\u030angstro\u0308m"), ("0.25", "0.250")):
-        assert normalised_equal(ref, pred) is normalised_match(ref, pred) is True
+        assert normalised_match(ref, pred) is True
 
 
 async def test_em_details_for_empty_tags():
@@ -218,7 +216,7 @@ async def test_em_missing_reference_is_input_error():
     ],
 )
 def test_normalised_equal(ref, pred, expected):
-    assert normalised_equal(ref, pred) is expected
+    assert normalised_match(ref, pred) is expected
 
 
 @pytest.mark.parametrize(
