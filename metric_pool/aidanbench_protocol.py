@@ -183,25 +183,6 @@ def novelty_against(new: np.ndarray, previous: np.ndarray) -> float:
     return float(1.0 - cosine_matrix(new, previous).max())
 
 
-def recompute_novelty(records: Sequence[dict[str, Any]], embedder: Any) -> list[float]:
-    """Embedding novelty of stored answer records recomputed with ``embedder`` (B.3), one float per record; InputError
-    when a record lacks a string ``answer``."""
-    texts = []
-    for k, r in enumerate(records):
-        a = r.get("answer") if isinstance(r, dict) else None
-        if not isinstance(a, str):
-            raise InputError(
-                f"record {k} has no string 'answer'",
-                what="answer records",
-                fix="records need the SciAidanBench format (METRICS.md B.7)",
-            )
-        texts.append(a)
-    if not texts:
-        return []
-    emb = _encode(embedder, texts)
-    return [novelty_against(emb[i], emb[:i]) for i in range(len(texts))]
-
-
 class _JudgeFailure(Exception):
     pass
 

@@ -5,6 +5,7 @@ summing to 1) and :func:`order_departures` (Spearman footrule per item, Diaconis
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Mapping, Sequence
 
 from .stats import PairedResult, paired_test
@@ -67,22 +68,6 @@ def _mean(xs: Sequence[float]) -> float:
     return float(sum(xs) / len(xs))
 
 
-def _groups(
-    means: Mapping[str, float], higher_is_better: bool, digits: int = DIGITS, order: Sequence[str] | None = None
-) -> list[list[str]]:
-    """The models best first, grouped where their means are equal at ``digits`` decimals."""
-    keys = list(order if order is not None else means)
-    sign = -1.0 if higher_is_better else 1.0
-    ranked = sorted(keys, key=lambda m: sign * round(means[m], digits))  # stable: a tie keeps the given order
-    out: list[list[str]] = []
-    for m in ranked:
-        if out and round(means[m], digits) == round(means[out[-1][0]], digits):
-            out[-1].append(m)
-        else:
-            out.append([m])
-    return out
-
-
 def facet_winners(
     values: Mapping[str, Mapping[str, float]],
     facet_of: Mapping[str, str],
@@ -118,8 +103,8 @@ def facet_winners(
             if mine:
                 order.append((m, _mean(mine), len(mine)))
         order.sort(key=lambda r: -sign * round(r[1], DIGITS))  # stable: a tie keeps the given order
-        tiers = _groups({m: mean for m, mean, _n in order}, higher_is_better, order=[m for m, _, _ in order])
         mean_of = {m: mean for m, mean, _n in order}
+        tiers = [[m for m, _, _ in run] for _, run in groupby(order, lambda r: round(r[1], DIGITS))]  # equal as printed
         first = tiers[0]
         lead = test = None
         if len(tiers) > 1 and len(first) == 1:

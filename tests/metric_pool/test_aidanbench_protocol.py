@@ -16,8 +16,8 @@ from sgieval.core import OPEN_CREATIVITY, InputError, Item
 from sgieval.metric_pool.aidanbench_protocol import (
     extract_answer,
     generation_prompt,
+    novelty_against,
     parse_score_tag,
-    recompute_novelty,
     run_generation,
     stopping_condition,
 )
@@ -181,14 +181,6 @@ def test_stop_rule_operators_and_order():
     assert stopping_condition(80, 0.5, None) is None  # LLM novelty disabled
     assert stopping_condition(10, 0.0, 0.0) == "coherence_threshold"  # order: coherence first
     assert stopping_condition(80, 0.1, 0.0) == "embedding_dissimilarity_threshold"  # then embedding
-
-
-def test_recompute_novelty():
-    recs = [{"answer": "alpha"}, {"answer": "gamma"}, {"answer": "beta"}, {"answer": "alpha bis"}]
-    # gamma vs alpha: 1 - 0.6 = 0.4; beta: cos 0 with alpha, 0.8 with gamma -> 0.2; alpha bis: cos 1 -> 0
-    assert recompute_novelty(recs, LookupEmbedder()) == pytest.approx([1.0, 0.4, 0.2, 0.0])
-    with pytest.raises(InputError, match="record 0 has no string 'answer'"):
-        recompute_novelty([{"answer_num": 1}], LookupEmbedder())
 
 
 # ---------------------------------------------------------------------- the loop
@@ -426,15 +418,9 @@ def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
     assert embedder.long_texts_seen - long_before == 2  # 2 of openai/4o's 1,737 answers exceed 256 tokens
     ours, stored, k = [], [], 0
 
-    class Precomputed:  # recompute_novelty on the batch-encoded vectors of each question
-        def __init__(self, vecs):
-            self.vecs = vecs
-
-        def encode(self, t, normalize=True):
-            return self.vecs
-
     for recs in lists:
-        nov = recompute_novelty(recs, Precomputed(emb[k : k + len(recs)]))
+        vecs = emb[k : k + len(recs)]  # the batch-encoded vectors of this question
+        nov = [novelty_against(vecs[i], vecs[:i]) for i in range(len(recs))]
         k += len(recs)
         assert nov[0] == 1.0
         ours += nov[1:]
