@@ -294,14 +294,10 @@ def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]
     fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
         for i, name in enumerate(dirs):
-            try:
-                nfd = _open_at(root, dirs[: i + 1], os.O_RDONLY | _DIRECTORY, fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                with suppress(FileExistsError):
+            if create:
+                with suppress(FileExistsError):  # a link stays: _open_at refuses it
                     os.mkdir(name, 0o777, dir_fd=fd)
-                nfd = _open_at(root, dirs[: i + 1], os.O_RDONLY | _DIRECTORY, fd)
+            nfd = _open_at(root, dirs[: i + 1], os.O_RDONLY | _DIRECTORY, fd)
             os.close(fd)
             fd = nfd
         yield fd
