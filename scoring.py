@@ -110,9 +110,7 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
         for m in registry.predefined_metrics([defn.name]):
             if any(s.name == metric for s in m.all_specs):
                 return (m.inner if isinstance(m, Scoped) else m), metric, defn.name
-    for entry in entries():
-        if entry.predefined:
-            continue
+    for entry in (e for e in entries() if not e.predefined):
         m = entry.build(None)
         if any(s.name == metric for s in m.all_specs):
             return m, metric, "" if entry.scope == ALL else entry.scope

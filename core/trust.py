@@ -141,9 +141,8 @@ def remember(config: Any) -> None:
     Args:
         config: a RunConfig.
     """
-    if not sensitive_settings(config) or is_trusted(config):
-        return
-    _append(fingerprint(config))
+    if not is_trusted(config):  # trusted: nothing sensitive, or already recorded
+        _append(fingerprint(config))
 
 
 def remember_run(config: Any) -> None:
