@@ -183,8 +183,12 @@ def novelty_against(new: np.ndarray, previous: np.ndarray) -> float:
     return float(1.0 - cosine_matrix(new, previous).max())
 
 
-class _JudgeFailure(Exception):
-    pass
+class _Stop(Exception):
+    """Ends a question's loop with a failure status and its reason (the records so far are kept)."""
+
+    def __init__(self, status: Status, error: str):
+        super().__init__(error)
+        self.status, self.error = status, error
 
 
 def _is_content_filter(err: ModelCallError) -> bool:
@@ -208,7 +212,7 @@ class _Judging:
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     async def ask(self, prompt: str, tag: str, answer_num: int, kind: str, flags: list[str]) -> int:
-        """The integer in ``<tag>`` of the judge's reply, every reply logged in ``raw``; _JudgeFailure with the reason."""
+        """The integer in ``<tag>`` of the judge's reply, every reply logged in ``raw``; raises _Stop."""
         with prompt_scope(current_prompt_scope() or f"sgieval:aidanbench/{kind}"):
             r = await ask_structured(
                 self.judge,
@@ -227,18 +231,18 @@ class _Judging:
             entry = {"answer_num": answer_num, "kind": kind, "judge": self.judge.name, "attempt": i, "raw": text}
             self.raw.append(entry | ({"flags": list(flags)} if flags else {}) | ({"prompt_hash": h} if h else {}))
         err = (r.error or "").split(": ", 1)[-1]
-        if r.refused:  # D.17: recorded with its text, not asked again
-            raise _JudgeFailure(f"{kind} judge refused for answer {answer_num}: {err}")
-        if r.call_failed:
-            raise _JudgeFailure(f"{kind} judge call failed for answer {answer_num}: {err}")
+        if r.refused or r.call_failed:  # D.17: a refusal is recorded with its text, not asked again
+            why = "refused" if r.refused else "call failed"
+            raise _Stop("judge_error", f"{kind} judge {why} for answer {answer_num}: {err}")
         if r.parsed is None:
-            raise _JudgeFailure(
-                f"unparsable {kind} judge reply for answer {answer_num} after {r.attempts} attempt(s): {err}"
+            raise _Stop(
+                "judge_error",
+                f"unparsable {kind} judge reply for answer {answer_num} after {r.attempts} attempt(s): {err}",
             )
         return int(r.parsed)
 
     async def llm_novelty(self, answer: str, answers: list[str], answer_num: int, flags: list[str]) -> float:
-        """1 - max(similarity / 100) against the earlier answers, 1.0 for the first (B.4); raises _JudgeFailure."""
+        """1 - max(similarity / 100) against the earlier answers, 1.0 for the first (B.4); raises _Stop."""
         if not answers:
             return 1.0
         q = self.question
@@ -258,18 +262,10 @@ class _Judging:
             return_exceptions=True,
         )
         failures = [r for r in results if isinstance(r, BaseException)]
-        raise_first = [f for f in failures if not isinstance(f, _JudgeFailure)] or failures
+        raise_first = [f for f in failures if not isinstance(f, _Stop)] or failures
         if raise_first:
             raise raise_first[0]
         return 1.0 - max(int(r) for r in results) / 100  # type: ignore[arg-type]
-
-
-class _Stop(Exception):
-    """Ends a question's loop with a failure status and its reason (the records so far are kept)."""
-
-    def __init__(self, status: Status, error: str):
-        super().__init__(error)
-        self.status, self.error = status, error
 
 
 async def _target_answer(
@@ -295,25 +291,19 @@ async def _scores(
     jr: _Judging, embedder: Any, answer: str, answers: list[str], emb_prev: Any, n: int, flags: list[str], llm: bool
 ) -> tuple[int, Any, float, float | None]:
     """Coherence (B.2), the answer's embedding, embedding novelty (B.3) and LLM novelty (B.4); raises _Stop."""
-    try:
-        coherence = await jr.ask(
-            COHERENCE_PROMPT.format(question=jr.question, answer=candidate(answer)),
-            "coherence_score",
-            n,
-            "coherence",
-            flags,
-        )
-    except _JudgeFailure as e:
-        raise _Stop("judge_error", str(e)) from e
+    coherence = await jr.ask(
+        COHERENCE_PROMPT.format(question=jr.question, answer=candidate(answer)),
+        "coherence_score",
+        n,
+        "coherence",
+        flags,
+    )
     try:
         e_new = _encode(embedder, [answer])
     except Exception as e:  # noqa: BLE001 - OfflineError, model errors
         raise _Stop("infra_error", f"embedding failed for answer {n}: {type(e).__name__}: {e}") from e
     novelty = 1.0 if emb_prev is None else novelty_against(e_new[0], emb_prev)
-    try:
-        return coherence, e_new, novelty, (await jr.llm_novelty(answer, answers, n, flags) if llm else None)
-    except _JudgeFailure as e:
-        raise _Stop("judge_error", str(e)) from e
+    return coherence, e_new, novelty, (await jr.llm_novelty(answer, answers, n, flags) if llm else None)
 
 
 def _runnable(
