@@ -143,7 +143,8 @@ def judge_number(value: object, *, integer: bool) -> int | float:
     """
     v = value
     if isinstance(v, bool) or v is None or not isinstance(v, (int, float, str)):
-        raise ValueError(f"score must be a number, got {_kind(value)} {value!r}")
+        kind = "the boolean" if isinstance(v, bool) else "null" if v is None else f"a {type(v).__name__}"
+        raise ValueError(f"score must be a number, got {kind} {value!r}")
     if isinstance(v, str):
         t = v.strip()
         if not _NUMERIC_TEXT.fullmatch(t):
@@ -157,11 +158,3 @@ def judge_number(value: object, *, integer: bool) -> int | float:
                 raise ValueError(f"score must be an integer, got the decimal {value!r}")
             return int(v)
     return v
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, bool):
-        return "the boolean"
-    if value is None:
-        return "null"
-    return f"a {type(value).__name__}"
