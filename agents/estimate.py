@@ -37,15 +37,6 @@ def _max_tokens(model: NamedModel) -> int | None:
     return v if isinstance(v, int) and v > 0 else None
 
 
-def _stand_in(model: NamedModel, rehearsal: Rehearsal, answer_tokens: int) -> NamedModel:
-    """``model`` with its chat model replaced by a rehearsal (same name, role, provider and parameters)."""
-    chat = RehearsalChat(
-        rehearsal=rehearsal, label=model.name, role=model.role, answer_tokens=answer_tokens, real=model,
-        max_tokens=_max_tokens(model),
-    )  # fmt: skip
-    return dataclasses.replace(model, chat=chat, params=dict(model.params), dropped=dict(model.dropped))
-
-
 def _typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: str = "") -> tuple[int, str]:
     """(tokens, source phrase) of a typical target answer: the median of ``stored`` answers (counted for ``model``), else
     the items' benchmark's :data:`TYPICAL_OUTPUT_TOKENS`, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`."""
@@ -94,11 +85,12 @@ async def estimate_run(
     first_live = next((t.name for t in targets if not t.is_replay), "")
     answer_tokens, answer_source = _typical_answer_tokens(items, texts, first_live)
 
-    def stand_in(m: NamedModel) -> NamedModel:
-        s = _stand_in(m, rehearsal, answer_tokens)
-        if cache is not None and not should_cache(m, None):
-            s.chat.real = None
-        return s
+    def stand_in(m: NamedModel) -> NamedModel:  # same name, role, provider and parameters; a rehearsal chat model
+        chat = RehearsalChat(
+            rehearsal=rehearsal, label=m.name, role=m.role, answer_tokens=answer_tokens, max_tokens=_max_tokens(m),
+            real=m if cache is None or should_cache(m, None) else None,
+        )  # fmt: skip
+        return dataclasses.replace(m, chat=chat, params=dict(m.params), dropped=dict(m.dropped))
 
     live = {t.name: stand_in(t) for t in targets if not t.is_replay}
     stand_in_judges = [stand_in(j) for j in judges]
@@ -120,15 +112,6 @@ async def estimate_run(
         if live
         else "judge prompts carry the stored answers"
     )
-    return _estimate(rehearsal, rehearsed, items, targets, judges, agent, agent_done, prices, batch, how)
-
-
-def _estimate(
-    rehearsal: Rehearsal, rehearsed: _Rehearsed, items: Sequence[Item], targets: Sequence[NamedModel],
-    judges: Sequence[NamedModel], agent: NamedModel | None, agent_done: Mapping[str, int] | None,
-    prices: Mapping[str, tuple[float, float]] | None, batch: bool, answer: str,
-) -> Estimate:  # fmt: skip
-    """The Estimate of the rehearsed calls: rows per (model, role), the agent's row, how tokens were counted, notes."""
     notes = ["--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
              "list price); the agent model's calls are direct"] if batch else []  # fmt: skip
     if rehearsed.open_creativity:
@@ -154,7 +137,7 @@ def _estimate(
     if len(names) == 1:
         tokenizer = next(iter(names))
     typical = (
-        f"{answer}; typical judge output {JUDGE_REPLY_TOKENS} tokens per structured reply and {TOOL_TURN_TOKENS} per "
+        f"{how}; typical judge output {JUDGE_REPLY_TOKENS} tokens per structured reply and {TOOL_TURN_TOKENS} per "
         f"tool round (stated); judges offered tools are counted with every tool round used (an upper bound), each "
         f"tool result read back as {TOOL_RESULT_TOKENS} input tokens (stated)"
     )

@@ -96,17 +96,15 @@ def _judge_reliability(
     scores: list[Score], specs: list[MetricSpec], *, seed: int = 0, n_resamples: int = 1000
 ) -> list[dict[str, Any]]:
     """Judge-reliability rows of every judge or rubric metric a panel of two or more judges scored."""
-    out = []
     grouped = by_metric(scores)
-    for sp in specs:
-        if sp.kind not in ("judge", "rubric"):
-            continue
-        rel = reliability(
+    found = (
+        reliability(
             [s for s in grouped.get(sp.name, []) if s.item_id != CORPUS], sp, n_resamples=n_resamples, seed=seed
         )
-        if rel is not None:
-            out.append(reliability_rows(rel))
-    return out
+        for sp in specs
+        if sp.kind in ("judge", "rubric")
+    )
+    return [reliability_rows(rel) for rel in found if rel is not None]
 
 
 class PoolStatistics:

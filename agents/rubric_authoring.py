@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,12 @@ from ..models import NamedModel
 from .asking import ask_agent
 
 
-def tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[str]) -> Rubric:
-    """Rubric from an agent made safe to run: slug name not in ``taken``, tasks ["*"] if none, a source citing ``cite``
-    (``default_source`` when empty)."""
-    name = slug(r.name)
+def tidy_rubric(
+    r: Rubric, *, default_source: str, taken: Iterable[str] = (), cite: Iterable[str] = (), name: str | None = None
+) -> Rubric:
+    """Rubric from an agent made safe to run: slug name (``name`` when given) not in ``taken``, tasks ["*"] if none, a
+    source citing ``cite`` (``default_source`` when empty)."""
+    name = slug(name or r.name)
     if name in taken:
         name = f"{name}_custom"
     source = (r.source or "").strip() or default_source
@@ -56,9 +59,7 @@ async def draft_rubric(
     if reply.parsed is None:
         return None, reply.raw, reply.error
     cite = [f"{d['path']} ({d['title']})" for d in docs]
-    r = tidy_rubric(reply.parsed, taken=set(), default_source=f"drafted by {agent.name} for '{quality}'", cite=cite)
-    if name:
-        r = r.model_copy(update={"name": slug(name)})
+    r = tidy_rubric(reply.parsed, default_source=f"drafted by {agent.name} for '{quality}'", cite=cite, name=name)
     return r, reply.raw, None
 
 
@@ -171,13 +172,9 @@ def _best_library_match(description: str) -> tuple[Rubric | None, float]:
     if exact is not None:
         return exact, 1.0
     queries = [description] + key_phrases(description)
-    best: tuple[Rubric | None, float] = (None, -1.0)
-    for r in library:
-        texts = match_texts(r)
-        sim = max(max(semantic_scores(q, texts)) for q in queries)
-        if sim > best[1]:
-            best = (r, sim)
-    return (best[0], best[1]) if best[1] >= MATCH_THRESHOLD else (None, best[1])
+    scored = ((r, max(max(semantic_scores(q, match_texts(r))) for q in queries)) for r in library)
+    best, sim = max(scored, key=lambda x: x[1], default=(None, -1.0))
+    return (best, sim) if sim >= MATCH_THRESHOLD else (None, sim)
 
 
 PROPOSE_SYSTEM = """You help a researcher define an evaluation metric as a rubric for sgieval.
@@ -220,9 +217,7 @@ async def propose_rubric(
         msg = f"Description: {description}" + (f"\nMetric name: {slug(name)}" if name else "")
         reply = await ask_agent(agent, [SystemMessage(content=PROPOSE_SYSTEM), HumanMessage(content=msg)], Rubric)
         if reply.parsed is not None:
-            r = tidy_rubric(reply.parsed, taken=set(), default_source="user (sgieval metric define)", cite=[])
-            if name:
-                r = r.model_copy(update={"name": slug(name)})
+            r = tidy_rubric(reply.parsed, default_source="user (sgieval metric define)", name=name)
             return r, f"{agent.name} drafted the rubric {r.name} with {len(r.criteria)} criteria."
         fallback = f"{agent.name} gave no usable rubric ({reply.error}); "
     hit, sim = _best_library_match(description)
@@ -454,7 +449,7 @@ async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | Non
     if reply.parsed is None:
         r, m = revise_offline(rubric, request)
         return r, f"{agent.name} gave no usable revision ({reply.error}); offline: {m}"
-    r = tidy_rubric(reply.parsed, taken=set(), default_source=rubric.source or "user (sgieval metric define)", cite=[])
+    r = tidy_rubric(reply.parsed, default_source=rubric.source or "user (sgieval metric define)")
     return r, f"{agent.name} revised the rubric ({len(r.criteria)} criteria)."
 
 

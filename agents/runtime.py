@@ -68,12 +68,6 @@ class RunContext:
         return [*self.targets, *self.judges, *self.added_judges, *([self.agent] if self.agent else [])]
 
 
-def run_secrets(rt: RunContext) -> SecretValues:
-    """The keys run ``rt`` may send: its models' keys, the environment's key variables and base-URL credentials."""
-    values = [v for m in rt.models() for v in model_secrets(m)] + url_secrets(rt.config.base_url)
-    return SecretValues.from_environment(values)
-
-
 def _start_invocation(rt: RunContext, kind: str) -> str:
     """Append this invocation's row to ``invocations.jsonl``; its id (returned) tags every record it appends."""
     now = _dt.datetime.now(_dt.timezone.utc)
@@ -105,16 +99,10 @@ def _recorded_settings(shown: Mapping[str, Any] | None) -> Any:
     if not shown or not isinstance(shown, Mapping):
         return None
     aliased = {"openai_api_key", "openai_base_url", "e2b_api_key"}
-    values: dict[str, Any] = {}
-    for name, env in ENV_NAMES.items():
-        if env not in shown:
-            continue
-        v = shown[env]
-        if name.endswith("_api_key"):
-            v = "set" if v == "set" else None
-        values[env if name in aliased else name] = v
+    values = {env if name in aliased else name: shown[env] for name, env in ENV_NAMES.items() if env in shown}
+    keys = {k: "set" if v == "set" else None for k, v in values.items() if k.lower().endswith("_api_key")}
     try:
-        return Settings(**values)
+        return Settings(**{**values, **keys})
     except (ValidationError, TypeError, ValueError):
         return None
 
@@ -388,8 +376,9 @@ def _run_defaults(rt: RunContext) -> tuple[CallContext, SecretValues]:
             limits={"*": rt.config.max_concurrency},
             timeout_s=rt.config.timeout_s,
         )
-    if rt.secrets is None:
-        rt.secrets = run_secrets(rt)
+    if rt.secrets is None:  # the keys run ``rt`` may send: its models', the environment's, base-URL credentials
+        values = [v for m in rt.models() for v in model_secrets(m)] + url_secrets(rt.config.base_url)
+        rt.secrets = SecretValues.from_environment(values)
     rt.calls.secrets = rt.secrets
     return rt.calls, rt.secrets
 

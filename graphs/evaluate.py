@@ -21,20 +21,6 @@ from ..agents import (  # noqa: F401 - re-exported: callers of the graph use the
 from ..core import InputError, RunConfig, RunStore, SgievalError, check_state_file, get_logger
 from .checkpoints import open_saver, read_state
 
-__all__ = [
-    "EvalState",
-    "RunContext",
-    "after_confirm",
-    "build_graph",
-    "check_request_models",
-    "execute",
-    "into_run",
-    "make_runtime",
-    "models_named_in",
-    "new_run_id",
-    "report_run",
-]
-
 
 class EvalState(TypedDict, total=False):
     """Graph state (checkpointed): plan dumps (``selection`` with ``item_ids``, ``metric_plan``), target names, counts,
