@@ -178,22 +178,17 @@ def parse_idea(text: str, *, tolerant: bool = True) -> Any:
     non-dict is an evaluator error for the caller, as in the code)."""
     text = text if isinstance(text, str) else str(text)
     m = _FENCE.search(text)
-    block = m.group(1).strip() if m else None
-    if block is not None:
+    candidates = ([m.group(1).strip()] if m else []) + [text]
+    for candidate in candidates:
         try:
-            return json.loads(block)
+            return json.loads(candidate)
         except json.JSONDecodeError:
             pass
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    if tolerant:
-        for candidate in ([block] if block is not None else []) + [text]:
-            try:
-                return json.JSONDecoder().raw_decode(candidate[candidate.index("{") :])[0]
-            except ValueError:
-                continue
+    for candidate in candidates if tolerant else []:
+        try:
+            return json.JSONDecoder().raw_decode(candidate[candidate.index("{") :])[0]
+        except ValueError:
+            pass
     result = _regex_fallback(text)
     return result if result else {"full_text": text}
 
@@ -268,15 +263,17 @@ def effectiveness_obj(idea: Any, keywords: Sequence[Any], encode: Encode) -> tup
         }
 
 
-def _mean_distance_score(idea_vec: np.ndarray, vecs: np.ndarray) -> float:
+def _distance_score(idea: Any, texts: list[str], encode: Encode, empty: float) -> float:
+    """clip(10 (1 - mean cos(idea, t)), 0, 10) over ``texts`` (A.2 novelty); ``empty`` without texts."""
+    if not texts:
+        return empty
     import numpy as np
 
     from ..embeddings import cosine_matrix
 
-    sims = cosine_matrix(idea_vec, vecs)[0] if len(vecs) else np.array([])
+    v = encode([idea, *texts])
     with np.errstate(all="ignore"):
-        avg = float(np.mean(sims)) if len(sims) else float("nan")
-    return _clip10((1 - avg) * 10)
+        return _clip10((1 - float(np.mean(cosine_matrix(v[0], v[1:])[0]))) * 10)
 
 
 def novelty_obj(
@@ -287,18 +284,10 @@ def novelty_obj(
     ``code_empty_b``: 10, the code's NaN reading). Any error sets A = B = 0. Returns (value, {"A", "B", ...})."""
     try:
         existing = list(ref["RelatedWork"].values()) + list(ref["ExistingSolutions"].values())
-        if existing:
-            v = encode([idea, *existing])
-            a = _mean_distance_score(v[0], v[1:])
-        else:
-            a = 0.0
+        a = _distance_score(idea, existing, encode, 0.0)
         rwt = ast.literal_eval(ref["related_work_test"])
         snippets = [f"{k}: {val}" for k, val in rwt.items()]
-        if snippets:
-            v = encode([idea, *snippets])
-            b = _mean_distance_score(v[0], v[1:])
-        else:
-            b = 10.0 if code_empty_b else 0.0
+        b = _distance_score(idea, snippets, encode, 10.0 if code_empty_b else 0.0)
     except Exception as e:  # noqa: BLE001 - the code zeroes both parts on any error
         return 0.0, {"A": 0.0, "B": 0.0, "error": f"{type(e).__name__}: {e}"}
     return 0.5 * a + 0.5 * b, {"A": a, "B": b}
