@@ -25,8 +25,6 @@ def extract_answer_tag(text: str) -> str | None:
     """Text between the last ``<answer>`` and the first ``</answer>`` after it, stripped, in the text after the last
     ``</think>`` (METRICS.md A.0, D.1, D.8): case-sensitive tags; an empty pair gives ``""``; a missing tag None (the
     caller falls back to the whole response)."""
-    if text is None:
-        return None
     text = final_text(text)
     start = text.rfind(ANSWER_OPEN)
     if start < 0:
@@ -46,8 +44,6 @@ def is_empty_or_none(text: str | None) -> bool:
 def model_answer(text: str | None) -> str:
     """SGI-Bench ``model_answer`` (A.0, A.1 step 1): ``"None"`` for an empty-or-none reply, else the tagged answer,
     else the whole (unstripped) response."""
-    if is_empty_or_none(text):
-        return NONE_ANSWER
     text = final_text(text)  # D.8
     if is_empty_or_none(text):
         return NONE_ANSWER

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -209,10 +209,8 @@ class SubprocessSandbox:
             out, err = proc.communicate(timeout=timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             out, err = proc.communicate()
             timed_out = True
         wall = time.perf_counter() - t0
@@ -235,8 +233,8 @@ class SubprocessSandbox:
         timeout_s: float = 60.0,
         output_files: list[str] | None = None,
     ) -> ExecResult:
-        workdir = Path(tempfile.mkdtemp(prefix="sgieval-dry-"))
-        try:
+        with tempfile.TemporaryDirectory(prefix="sgieval-dry-", ignore_cleanup_errors=True) as tmp:
+            workdir = Path(tmp)
             for fname, content in (files or {}).items():
                 p = workdir / fname
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -252,8 +250,6 @@ class SubprocessSandbox:
                 if p.is_file():
                     res.files[fname] = p.read_text(encoding="utf-8", errors="replace")
             return res
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def program_output(res: ExecResult) -> str:
