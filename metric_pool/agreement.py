@@ -93,10 +93,6 @@ def _rate(positive: int) -> Callable[[np.ndarray, np.ndarray], float]:
     return stat
 
 
-def _mean_difference(judge: np.ndarray, human: np.ndarray) -> float:
-    return float(np.mean(judge - human))
-
-
 def _with_ci(
     name: str, stat: Callable[[np.ndarray, np.ndarray], float], judge: np.ndarray, human: np.ndarray, n: int, seed: int
 ) -> Statistic:
@@ -158,5 +154,5 @@ def agreement(
     else:
         stats.append(_with_ci("spearman", _spearman, j, h, n, seed))
     if n:
-        stats.append(_with_ci("mean_difference", _mean_difference, j, h, n, seed))
+        stats.append(_with_ci("mean_difference", lambda x, y: float(np.mean(x - y)), j, h, n, seed))
     return Agreement(judge=judge, metric=metric, criterion=criterion, scale=scale, n=n, statistics=stats)

@@ -191,10 +191,6 @@ class _Stop(Exception):
         self.status, self.error = status, error
 
 
-def _is_content_filter(err: ModelCallError) -> bool:
-    return any(t in err.message.lower() for t in CONTENT_FILTER_TERMS)
-
-
 def _records_text(records: Sequence[dict[str, Any]]) -> str:
     """All answers of a question as numbered text blocks ``[k] answer``."""
     return "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)
@@ -275,7 +271,7 @@ async def _target_answer(
     try:
         out = await ainvoke(target, [HumanMessage(content=prompt)], runnable=runnable)
     except ModelCallError as e:
-        if _is_content_filter(e) and records:
+        if records and any(t in e.message.lower() for t in CONTENT_FILTER_TERMS):
             records[-1].update(stopping_condition=CONTENT_ERROR, final_stopping_condition=CONTENT_ERROR)
             records[-1]["error_message"] = e.message
             return None

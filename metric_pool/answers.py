@@ -60,29 +60,19 @@ def parse_number(text: str) -> Decimal | Fraction | None:
     return d if d.is_finite() else None
 
 
-def _places(d: Decimal) -> int:
-    return -int(d.as_tuple().exponent)
-
-
-def _to_decimal(x: Decimal | Fraction) -> Decimal:
-    if isinstance(x, Decimal):
-        return x
-    with decimal.localcontext() as ctx:
-        ctx.prec = 60
-        return Decimal(x.numerator) / Decimal(x.denominator)
-
-
 def _numbers_equal(reference: Decimal | Fraction, prediction: Decimal | Fraction) -> bool:
     """D.11 number equality: a decimal reference rounds both numbers half-up to its decimal places as written; a
     fraction reference must equal the prediction exactly."""
     if isinstance(reference, Fraction):
         p = prediction if isinstance(prediction, Fraction) else Fraction(prediction)
         return p == reference
-    quantum = Decimal(1).scaleb(-_places(reference))
-    with decimal.localcontext() as ctx:
-        ctx.prec = 200
+    quantum = Decimal(1).scaleb(int(reference.as_tuple().exponent))
+    if isinstance(prediction, Fraction):
+        with decimal.localcontext(prec=60):
+            prediction = Decimal(prediction.numerator) / Decimal(prediction.denominator)
+    with decimal.localcontext(prec=200):
         try:
-            return _to_decimal(prediction).quantize(quantum, rounding=ROUND_HALF_UP) == reference.quantize(
+            return prediction.quantize(quantum, rounding=ROUND_HALF_UP) == reference.quantize(
                 quantum, rounding=ROUND_HALF_UP
             )
         except decimal.InvalidOperation:
@@ -119,13 +109,6 @@ def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
         if n is not None:
             out.append((m.start(), n))
     return out
-
-
-def _last_number(text: str) -> Decimal | Fraction | None:
-    """The last number written in ``text`` (decimals, ``× 10^e`` forms, fractions; not exponents or numbers glued to
-    a unit), or None."""
-    found = _numbers_in(_strip_currency(normalise_text(text)))
-    return found[-1][1] if found else None
 
 
 def _marker_number(content: str, *, leading_only: bool = False) -> Decimal | Fraction | None:
@@ -213,8 +196,8 @@ def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
             if n is not None:
                 return n, kind
         return None, "a final-answer marker without a number"
-    n = _last_number(t)
-    return (n, "last number") if n is not None else (None, "no number found")
+    found = _numbers_in(_strip_currency(normalise_text(t)))  # no marker: the last number written
+    return (found[-1][1], "last number") if found else (None, "no number found")
 
 
 def close_enough(reference: Decimal | Fraction, prediction: Decimal | Fraction, rel_tol: float) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from .stats import PairedResult, paired_test
 
@@ -64,10 +64,6 @@ class ItemDeparture:
     values: dict[str, float]
 
 
-def _mean(xs: Sequence[float]) -> float:
-    return float(sum(xs) / len(xs))
-
-
 def facet_winners(
     values: Mapping[str, Mapping[str, float]],
     facet_of: Mapping[str, str],
@@ -101,7 +97,7 @@ def facet_winners(
         for m, per in values.items():
             mine = [per[i] for i in ids if i in per]
             if mine:
-                order.append((m, _mean(mine), len(mine)))
+                order.append((m, float(sum(mine) / len(mine)), len(mine)))
         order.sort(key=lambda r: -sign * round(r[1], DIGITS))  # stable: a tie keeps the given order
         mean_of = {m: mean for m, mean, _n in order}
         tiers = [[m for m, _, _ in run] for _, run in groupby(order, lambda r: round(r[1], DIGITS))]  # equal as printed
