@@ -243,14 +243,6 @@ def _legacy_evidence(d: dict[str, Any]) -> dict[str, Any]:
     return {**d, "kind": "tool_call", "tool": str(tool or "unknown")}
 
 
-def _flag_keys(d: dict[str, Any]) -> dict[str, Any]:
-    """A truthy ``injection_suspected`` key becomes that flag in ``flags``."""
-    if d.get("injection_suspected"):
-        d = {k: v for k, v in d.items() if k != "injection_suspected"}
-        d["flags"] = [*(d.get("flags") or []), "injection_suspected"]
-    return d
-
-
 def as_evidence(e: Any) -> Any:
     """A typed evidence record from a record, a dict with ``kind``, or a legacy dict without one.
 
@@ -261,7 +253,9 @@ def as_evidence(e: Any) -> Any:
         The typed record.
     """
     if isinstance(e, dict):
-        e = _flag_keys(e)
+        if e.get("injection_suspected"):  # a truthy injection_suspected key becomes that flag
+            e = {k: v for k, v in e.items() if k != "injection_suspected"}
+            e["flags"] = [*(e.get("flags") or []), "injection_suspected"]
         if e.get("kind") not in EVIDENCE_KINDS:
             e = _legacy_evidence(e)
         cls = EVIDENCE_KINDS[e["kind"]]

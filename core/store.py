@@ -412,7 +412,8 @@ class RunStore:
                 out.append(rec)
                 continue
             m, first_line, first_rec = first
-            if line == first_line or _same_record(rec, first_rec):
+            ex = {"invocation"} if isinstance(rec, (Response, Score)) else None  # whichever invocation wrote each
+            if line == first_line or rec.model_dump_json(exclude=ex) == first_rec.model_dump_json(exclude=ex):
                 self._note(f"{p} line {n}: repeats line {m} (the same {cls.__name__} record); counted once")
                 continue
             raise InputError(
@@ -526,12 +527,6 @@ class RunStore:
         if not os.path.lexists(p):
             raise InputError("no config.json", what=str(self.root), fix="give the id of a run listed by `sgieval runs`")
         return RunConfig.model_validate_json(read_text_in(self.root, p))
-
-
-def _same_record(a: BaseModel, b: BaseModel) -> bool:
-    """Whether two records of one key are the same record, whichever invocation wrote each."""
-    ex = {"invocation"} if isinstance(a, (Response, Score)) and isinstance(b, (Response, Score)) else None
-    return a.model_dump_json(exclude=ex) == b.model_dump_json(exclude=ex)
 
 
 def _validate_escaped(cls: type[BaseModel], line: str) -> Any:
