@@ -18,11 +18,6 @@ from ..registry import metric
 from .common import BENCHMARK, judge_panel, reference_field, spec
 
 
-def boxed_contents(text: str) -> list[str]:
-    """Contents of every balanced ``\\boxed{...}`` in ``text``, in order (an unclosed box is skipped)."""
-    return [c for _pos, c in boxed_spans(text)]
-
-
 _D3_WRAPPERS = re.compile(r"\\(?:text|mathrm)\s*\{([^{}]*)\}")
 
 

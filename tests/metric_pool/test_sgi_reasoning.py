@@ -6,11 +6,11 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage
 
 from sgieval.core import Item, Response
+from sgieval.metric_pool.answers import boxed_spans
 from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi.reasoning import (
     MultiChoiceMetric,
     ReasoningValidityMetric,
-    boxed_contents,
     extract_option,
     extract_option_lenient,
     mca,
@@ -51,7 +51,7 @@ def judge(*replies, name="fake:judge"):
 
 
 def test_boxed_contents_balanced():
-    assert boxed_contents(r"x \boxed{A} y \boxed{\text{B}} z \boxed{C") == ["A", r"\text{B}"]
+    assert [c for _, c in boxed_spans(r"x \boxed{A} y \boxed{\text{B}} z \boxed{C")] == ["A", r"\text{B}"]
 
 
 @pytest.mark.parametrize(
