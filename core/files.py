@@ -51,16 +51,6 @@ def slug_name(name: str, what: str = "name") -> str:
     return s
 
 
-def _mount_point(path: Path) -> Path:
-    p = path.resolve()
-    while not p.exists():
-        p = p.parent
-    dev = p.stat().st_dev
-    while p.parent != p and p.parent.stat().st_dev == dev:
-        p = p.parent
-    return p
-
-
 def is_disk_full(e: BaseException) -> bool:
     """Whether ``e`` is a no-space / quota-exceeded OSError.
 
@@ -86,7 +76,9 @@ def disk_error(e: OSError, path: str | Path) -> InputError:
     p = Path(path)
     if is_disk_full(e):
         try:
-            mp = _mount_point(p.parent)
+            mp = p.parent.resolve()
+            while not os.path.ismount(mp):  # a missing folder is no mount point either
+                mp = mp.parent
             st = os.statvfs(mp)
             free = f"{st.f_bavail * st.f_frsize / 2**20:.1f} MiB free"
         except OSError:
