@@ -251,11 +251,6 @@ def stopping_condition(
     return None
 
 
-def _stop_reason(stop: str) -> str:
-    """:data:`STOP_REASONS` of the threshold a ``stopping_condition`` names, else the value itself."""
-    return next((what for key, what in STOP_REASONS.items() if key.split("_")[0] in stop.lower()), stop)
-
-
 def _answer_marks(
     lists: Sequence[tuple[str, Sequence[dict[str, Any]]]],
     tau_c: float = TAU_C,
@@ -282,8 +277,9 @@ def _answer_marks(
                 )
             elif stop == "content_error":
                 reason = "content filter"
-            elif stop is not None:
-                rejected, reason = True, _stop_reason(str(stop))
+            elif stop is not None:  # what the threshold it names rejects, else the value itself
+                named = (what for key, what in STOP_REASONS.items() if key.split("_")[0] in str(stop).lower())
+                rejected, reason = True, next(named, str(stop))
             elif "stopping_condition" not in r and last and c is not None and nov is not None:
                 why = stopping_condition(c, nov, llm, tau_c=tau_c, tau_n=tau_n, tau_llm=tau_llm)
                 if why:

@@ -191,11 +191,6 @@ class _Stop(Exception):
         self.status, self.error = status, error
 
 
-def _records_text(records: Sequence[dict[str, Any]]) -> str:
-    """All answers of a question as numbered text blocks ``[k] answer``."""
-    return "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)
-
-
 @dataclass
 class _Judging:
     """The judge of one question's loop, with its raw replies and their prompts."""
@@ -435,7 +430,8 @@ async def run_generation(
         "judge_raw": jr.raw, "judge_prompts": jr.prompts,
     }  # fmt: skip
     accepted = [r["answer"] for r in records if r.get("stopping_condition") is None]
+    text = "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)  # numbered answers
     return Response(
-        item_id=item.id, model=target.name, text=_records_text(records), answer=accepted, latency_s=clock() - t0,
+        item_id=item.id, model=target.name, text=text, answer=accepted, latency_s=clock() - t0,
         status=status, error=error, metadata=meta,
     )  # type: ignore[arg-type]  # fmt: skip

@@ -38,12 +38,10 @@ def judge_values(score: Score) -> dict[str, float]:
     weights = d.get("weights") if isinstance(d.get("weights"), dict) else None
     out: dict[str, float] = {}
     for judge, v in per.items():
-        if isinstance(v, (int, float)) and _finite(v):
+        if _finite(v):
             out[judge] = float(v)
-        elif isinstance(v, dict) and _finite(v.get("sla")):
-            out[judge] = float(v["sla"])
-        elif isinstance(v, dict) and _finite(v.get("score")):
-            out[judge] = float(v["score"])
+        elif isinstance(v, dict) and (own := [float(v[k]) for k in ("sla", "score") if _finite(v.get(k))]):
+            out[judge] = own[0]
         elif isinstance(v, dict) and v and all(_finite(x) for x in v.values()):
             w = {c: float((weights or {}).get(c, 1.0)) for c in v}
             total = sum(w.values())
