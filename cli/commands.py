@@ -170,11 +170,10 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
     out.print(f"report: {safe(state['report'])}", soft_wrap=True, highlight=False)
 
 
-def _print_metrics(payload: dict, console: Console | None = None) -> None:
+def _print_metrics(payload: dict, console: Console = err) -> None:
     """Print the metric confirmation's payload (metrics, ranking metric, needs with fixes, notes) on ``console``."""
     from ..agents import MetricNeeds
 
-    console = console or err
     console.print("[bold]Metrics for this run[/]")
     console.print(f"  predefined: {safe(', '.join(payload['predefined']))}", highlight=False, soft_wrap=True)
     if payload.get("custom"):
@@ -186,11 +185,10 @@ def _print_metrics(payload: dict, console: Console | None = None) -> None:
         console.print(f"  note: {safe(n)}", highlight=False, soft_wrap=True)
 
 
-def _print_estimate(estimate: dict | None, console: Console | None = None) -> None:
+def _print_estimate(estimate: dict | None, console: Console = err) -> None:
     """Print the run's estimate before any call on ``console`` (default stderr)."""
     if not estimate:
         return
-    console = console or err
     console.print("[bold]Estimate before any call[/]")
     for line in estimate.get("lines") or []:
         console.print(f"  {safe(line)}", highlight=False, soft_wrap=True)

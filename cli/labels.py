@@ -75,8 +75,7 @@ def _read_label_file(path: Path, *, labeller: str) -> tuple[list[Label], list[st
     rows: list[tuple[int, dict[str, Any]]] = []
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
-        for row in reader:
-            rows.append((reader.line_num, {k: v for k, v in row.items() if k and v not in (None, "")}))
+        rows = [(reader.line_num, {k: v for k, v in row.items() if k and v not in (None, "")}) for row in reader]
     else:
         for n, line in enumerate(text.split("\n"), 1):
             if line.strip():
@@ -182,8 +181,7 @@ def export_labels(
         buf = io.StringIO(newline="")
         w = csv.DictWriter(buf, fieldnames=list(FIELDS), extrasaction="ignore", lineterminator="\n")
         w.writeheader()
-        for row in rows:
-            w.writerow({k: csv_cell(row.get(k)) for k in FIELDS})
+        w.writerows({k: csv_cell(row.get(k)) for k in FIELDS} for row in rows)
         text = buf.getvalue()
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -365,22 +363,19 @@ def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 
     chosen = [s for s in specs.values() if s.kind in ("judge", "rubric") and s.name in scored]
     if not chosen:
         return None
-    metrics = []
-    for s in chosen:
-        criteria = list(s.criteria) if isinstance(s, Rubric) else []
-        metrics.append(
-            {
-                "name": s.name,
-                "kind": s.kind,
-                "range": [float(s.range[0]), float(s.range[1])],
-                "description": s.description,
-                "criteria": [
-                    {"name": c.name, "description": c.description, "anchors": {str(k): v for k, v in c.anchors.items()}}
-                    for c in criteria
-                ],
-                "weights": dict(s.weights) if isinstance(s, Rubric) else {},
-            }
-        )
+    metrics = [
+        {
+            "name": s.name,
+            "kind": s.kind,
+            "range": [float(s.range[0]), float(s.range[1])],
+            "description": s.description,
+            "criteria": [c.model_dump(mode="json", exclude={"needs"}) for c in s.criteria]
+            if isinstance(s, Rubric)
+            else [],
+            "weights": dict(s.weights) if isinstance(s, Rubric) else {},
+        }
+        for s in chosen
+    ]
     default = _choose_metric(records, {s.name: s for s in chosen}, None).name
     sample = {
         s.name: [list(u) for u in sample_units(records.scores, metric=s.name, n=VIEWER_SAMPLE_N, seed=seed)]

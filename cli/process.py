@@ -24,7 +24,8 @@ class CommandLine(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             return super().__call__(*args, **kwargs)
-        with ConsoleProcess(heavy=_writes_a_report(sys.argv[1:])) as process:
+        argv = sys.argv[1:]  # ask, resume and report (not their --help) get the start-up sped up
+        with ConsoleProcess(heavy=argv[:1] in (["ask"], ["resume"], ["report"]) and "--help" not in argv) as process:
             try:
                 super().__call__()
             except SystemExit as e:
@@ -32,11 +33,6 @@ class CommandLine(typer.Typer):
             except Exception as e:  # noqa: BLE001 - the last resort: one line, the traceback in a log file
                 process.exit(_last_resort(e))
             process.exit(0)
-
-
-def _writes_a_report(argv: list[str]) -> bool:
-    """Whether ``argv`` runs ``ask``, ``resume`` or ``report`` (not their ``--help``): start-ups sped up."""
-    return bool(argv) and argv[0] in ("ask", "resume", "report") and "--help" not in argv
 
 
 def _last_resort(e: BaseException) -> int:

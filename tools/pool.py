@@ -143,16 +143,14 @@ class ToolPool:
         *,
         sandbox: Sandbox | None = None,
         search: WebSearch | None = None,
-        cache: bool = True,
     ):
         self._fns = fns
         """Tool name (a key of :data:`_TOOLS`) -> the function run on its validated arguments."""
         self.sandbox = sandbox
         self.search = search
         self._tools: list[Any] | None = None
-        self.cache = cache
-        """Serve a repeated query (same tool, same validated arguments) from this pool's earlier result."""
         self._results: dict[tuple[str, str], Any] = {}
+        """Results by (tool, validated arguments as JSON): a repeated query is served from the earlier result."""
         self._results_lock = threading.Lock()
         self.cache_hits = 0
         """Calls answered from the pool's results (the tool did not run again)."""
@@ -286,10 +284,10 @@ class ToolPool:
         for b in budgets:
             b._reserve(name)
         ev: dict[str, Any] = {"tool": name, "input": _clip_input(args)}
-        key = (name, json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr)) if self.cache else None
+        key = (name, json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr))
         with self._results_lock:
             hit = key in self._results
-            out = self._results.get(key) if key else None
+            out = self._results.get(key)
             self.cache_hits += hit
         t0 = time.perf_counter()
         try:
@@ -303,7 +301,7 @@ class ToolPool:
             ev.update(output=summarize_output(out), duration_s=0.0 if hit else round(time.perf_counter() - t0, 4))
             if hit:
                 ev["details"] = {"cached": True}
-            elif key is not None:
+            else:
                 with self._results_lock:
                     self._results.setdefault(key, out)
         finally:

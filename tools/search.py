@@ -176,11 +176,6 @@ def _as_document(obj: Any, i: int) -> Document:
     )
 
 
-def _md_title(text: str, fallback: str) -> str:
-    m = re.search(r"^\s*#\s+(.+)$", text, re.M)
-    return m.group(1).strip() if m else fallback
-
-
 def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Document], list[str]]:
     """Documents of a corpus folder (recursive): ``.md``/``.markdown``/``.txt``/``.rst`` (title: first heading or file
     stem), ``.jsonl`` (one per line; text from text/content/body/abstract/prompt, title from title/name/id), ``.pdf``
@@ -196,7 +191,9 @@ def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Do
         try:
             if ext in (".md", ".markdown", ".txt", ".rst"):
                 text = path.read_text(encoding="utf-8", errors="replace")
-                docs.append(Document(id=rel, title=_md_title(text, path.stem), text=text, source=str(path)))
+                heading = re.search(r"^\s*#\s+(.+)$", text, re.M)
+                title = heading.group(1).strip() if heading else path.stem
+                docs.append(Document(id=rel, title=title, text=text, source=str(path)))
             elif ext == ".jsonl":
                 for n, line in enumerate(split_jsonl(path.read_text(encoding="utf-8", errors="replace")), 1):
                     if not line.strip():

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from sgieval.core import Item, Response, SandboxUnavailableError
+from sgieval.core import Item, Response, SandboxUnavailableError, escape_control_chars
 from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi import dry_experiment as de
 from sgieval.tests.tools.sandboxes import checked_run, needs_bwrap
-from sgieval.tools.sandbox import BubblewrapSandbox, escape_control_chars, processes_of_uid
+from sgieval.tools.sandbox import BubblewrapSandbox, processes_of_uid
 
 pytestmark = needs_bwrap
 

@@ -6,7 +6,7 @@ with ``--unsafe-local-exec``); shared parts in :mod:`.common` and :mod:`.process
 from __future__ import annotations
 
 from .bwrap import BubblewrapSandbox, bwrap_status
-from .common import SANDBOX_WORKDIR, TRUNCATION_MARKER, SandboxLimits, UnavailableSandbox, escape_control_chars
+from .common import TRUNCATION_MARKER, SandboxLimits, UnavailableSandbox
 from .e2b import E2BSandbox
 from .factory import BACKENDS, RunPythonInput, get_sandbox
 from .local import UnsafeLocalSandbox
@@ -14,7 +14,6 @@ from .process import processes_of_uid
 
 __all__ = [
     "BACKENDS",
-    "SANDBOX_WORKDIR",
     "TRUNCATION_MARKER",
     "BubblewrapSandbox",
     "E2BSandbox",
@@ -23,7 +22,6 @@ __all__ = [
     "UnavailableSandbox",
     "UnsafeLocalSandbox",
     "bwrap_status",
-    "escape_control_chars",
     "get_sandbox",
     "processes_of_uid",
 ]
