@@ -132,21 +132,9 @@ def _refuse_lone_surrogates(rec: dict, where: str) -> None:
 
 
 def _type_phrase(model: type[BaseModel], field: str) -> str:
+    """The field's description (every record field that can fail validation has one)."""
     info = model.model_fields.get(field)
-    if info is None:
-        return "the documented type"
-    desc = info.description
-    if desc:
-        return desc
-    ann = info.annotation
-    names: dict[Any, str] = {
-        str: "a string",
-        int: "an integer",
-        float: "a number",
-        dict: "a JSON object",
-        list[str]: "a list of strings",
-    }
-    return names.get(ann, f"{getattr(ann, '__name__', str(ann))}")
+    return (info.description if info is not None else None) or "the documented type"
 
 
 def input_error_from_validation(
