@@ -162,8 +162,7 @@ class RunRecords:
             raise InputError(
                 f"unknown records {records!r}", what="to_pandas", fix="use 'scores', 'responses' or 'items'"
             )
-        rows_of = self.scores if records == "scores" else self.responses
-        cls = Score if records == "scores" else Response
+        rows_of, cls = (self.scores, Score) if records == "scores" else (self.responses, Response)
         by_id = {i.id: i for i in self.items}
         rows = [{**r.model_dump(), **{f: getattr(by_id.get(r.item_id), f, "") for f in facets}} for r in rows_of]
         return pd.DataFrame(rows, columns=[*cls.model_fields, *facets])
