@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any, Iterable, Literal, Sequence
 
 from ..core import InputError, Label, MetricSpec, Rubric, Score
@@ -358,16 +359,15 @@ def label_estimates(
         if m in labels_by:
             labels_by[m][i] = sum(given) / len(given)
     out.models = [_model_estimate(m, scored_by[m], labels_by[m], selection, alpha) for m in models]
-    for a_i, a in enumerate(models):
-        for b in models[a_i + 1 :]:
-            sa, sb, la, lb = scored_by[a], scored_by[b], labels_by[a], labels_by[b]
-            shared = sorted(set(sa) & set(sb))
-            both = [i for i in shared if i in la and i in lb]
-            unl = [sa[i] - sb[i] for i in shared if i not in set(both)]
-            if len(both) >= MIN_LABELS and unl:
-                out.differences[(a, b)] = ppi_mean(
-                    [la[i] - lb[i] for i in both], [sa[i] - sb[i] for i in both], unl, alpha=alpha
-                )
-            elif len(both) >= MIN_LABELS:  # every shared item is labelled: the labels alone give the difference
-                out.differences[(a, b)] = classical_mean([la[i] - lb[i] for i in both], alpha=alpha)
+    for a, b in combinations(models, 2):
+        sa, sb, la, lb = scored_by[a], scored_by[b], labels_by[a], labels_by[b]
+        shared = sorted(set(sa) & set(sb))
+        both = [i for i in shared if i in la and i in lb]
+        unl = [sa[i] - sb[i] for i in shared if i not in set(both)]
+        if len(both) < MIN_LABELS:
+            continue
+        y = [la[i] - lb[i] for i in both]  # every shared item labelled (no unl): the labels alone give the difference
+        out.differences[(a, b)] = (
+            ppi_mean(y, [sa[i] - sb[i] for i in both], unl, alpha=alpha) if unl else classical_mean(y, alpha=alpha)
+        )
     return out
