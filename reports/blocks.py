@@ -115,22 +115,6 @@ class Section:
         """The section's figures, in order."""
         return [b for b in self.blocks if isinstance(b, Figure)]
 
-    @property
-    def sentences(self) -> list[str]:
-        """The section's paragraphs, in order."""
-        return [b.text for b in self.blocks if isinstance(b, Text)]
-
-    def table(self, name: str) -> Table | None:
-        """The table named ``name``, or None.
-
-        Args:
-            name: a table name.
-
-        Returns:
-            The table, or None.
-        """
-        return next((t for t in self.tables if t.name == name), None)
-
     def markdown(self) -> str:
         """The section as Markdown: ``## title`` then every block, separated by blank lines.
 

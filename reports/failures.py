@@ -85,35 +85,31 @@ def failures(responses: list[Response], scores: list[Score], limit: int = 30) ->
     failures: ``truncated`` and ``empty`` replies (D.10), ``no_answer`` ok scores (``details["no_answer"]``),
     ``injection`` (D.14) and ``errors`` (failed responses and applicable scores)."""
     t = _tally(responses, scores)
-    by_status = Counter(r["status"] for r in t.rows)
-    by_metric = Counter(r["metric"] for r in t.na)
     return {
-        "flags": {
-            "total": len(t.flagged),
-            "by_flag": ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(t.flag_counts.items())),
-            "rows": t.flagged[:limit],
-            "more": max(0, len(t.flagged) - limit),
-        },
+        "flags": _listed(
+            t.flagged, limit, by_flag=", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(t.flag_counts.items()))
+        ),
         "apart": {
             "truncated": t.truncated,
             "empty": t.empty,
             "no_answer": sum(t.no_answer.values()),
-            "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(t.no_answer.items())),
+            "no_answer_by_metric": _counts(t.no_answer, " "),
             "injection": t.injection,
             "errors": t.errors,
-            "errors_by_status": ", ".join(f"{k} {v}" for k, v in sorted(t.error_statuses.items())),
+            "errors_by_status": _counts(t.error_statuses, " "),
         },
-        "total": len(t.rows),
-        "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
-        "rows": t.rows[:limit],
-        "more": max(0, len(t.rows) - limit),
-        "not_applicable": {
-            "total": len(t.na),
-            "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
-            "rows": t.na[:limit],
-            "more": max(0, len(t.na) - limit),
-        },
+        **_listed(t.rows, limit, by_status=_counts(Counter(r["status"] for r in t.rows), ": ")),
+        "not_applicable": _listed(t.na, limit, by_metric=_counts(Counter(r["metric"] for r in t.na), ": ")),
     }
+
+
+def _counts(counts: Counter, sep: str) -> str:
+    return ", ".join(f"{k}{sep}{v}" for k, v in sorted(counts.items()))
+
+
+def _listed(rows: list[dict[str, Any]], limit: int, **by: str) -> dict[str, Any]:
+    """``total``, the counts ``by``, the first ``limit`` ``rows`` and how many ``more``."""
+    return {"total": len(rows), **by, "rows": rows[:limit], "more": max(0, len(rows) - limit)}
 
 
 def _flag(s: Score) -> str | None:

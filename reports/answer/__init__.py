@@ -3,7 +3,7 @@ module per part, merged here (:func:`compose_answer`) with what the report's sec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..blocks import Section
@@ -13,7 +13,7 @@ from .criteria import why
 from .disagree import where_lead
 from .how_sure import how_sure, order_note, reliability_sentences
 from .more_items import items_needed_sentence
-from .kinds import how_much, yes_no
+from .kinds import compared, how_much, yes_no
 from .verdict import verdict_sentence
 from .where import metric_disagreement
 
@@ -28,12 +28,12 @@ class Answer:
     differs" first; ``lead`` is the first item of a question that is not a ranking (:func:`_kind_lead`)."""
 
     verdict: str
+    summary: str = ""
+    summary_by: str = ""
     how_sure: list[str] = field(default_factory=list)
     where: list[str] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
     more_items: list[str] = field(default_factory=list)
-    summary: str = ""
-    summary_by: str = ""
     stamp: str = ""
     where_first: bool = False
     lead: str = ""
@@ -71,18 +71,8 @@ class Answer:
         Returns:
             The dict.
         """
-        return {
-            "verdict": self.verdict,
-            "summary": self.summary,
-            "summary_by": self.summary_by,
-            "how_sure": list(self.how_sure),
-            "where": list(self.where),
-            "caveats": list(self.caveats),
-            "more_items": list(self.more_items),
-            "stamp": self.stamp,
-            "where_first": self.where_first,
-            **({"lead": self.lead, "lead_label": self.lead_label} if self.lead else {}),
-        }
+        d = asdict(self)
+        return d if self.lead else {k: v for k, v in d.items() if k not in ("lead", "lead_label")}
 
 
 def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[str], sgi_missing: list[str]) -> Answer:
@@ -151,5 +141,5 @@ def _kind_lead(ctx: ReportContext, kind: str) -> tuple[str, str]:
     label, build = {"yes_no": ("", yes_no), "how_much": ("How much", how_much), "why": ("Why", why)}.get(
         kind, ("", None)
     )
-    text = build(ctx) if build is not None else ""
-    return (label, text) if text else ("", "")
+    got = compared(ctx) if build is not None else None
+    return (label, build(ctx, *got)) if build is not None and got is not None else ("", "")

@@ -3,12 +3,14 @@ carry the difference between the two models, each with its paired test, then two
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...core import CORPUS, MetricSpec
 from ..context import ReportContext
 from ..format import clip_reason, count_phrase, fmt, fmt2, fmt_p
 from ..ranking import item_values
 from ..sections.criteria import criterion_scores
-from .kinds import ci_of, compared, paired
+from .kinds import ci_of, paired
 from .where import item_link
 
 __all__ = ["criterion_values", "why"]
@@ -50,13 +52,9 @@ def _quote(ctx: ReportContext, item: str, model: str, a: str, b: str, va: dict, 
     )
 
 
-def why(ctx: ReportContext) -> str:
-    """Which criteria carry the difference between the two models asked about, largest first, and the rationales of the
-    items where the first model leads most and least."""
-    got = compared(ctx)
-    if got is None:
-        return ""
-    a, b, va, vb, r = got
+def why(ctx: ReportContext, a: str, b: str, va: dict[str, float], vb: dict[str, float], r: Any) -> str:
+    """Which criteria carry the difference between the two models asked about (:func:`.kinds.compared`), largest first,
+    and the rationales of the items where the first model leads most and least."""
     spec = ctx.spec
     if r is None:
         return f"{a} and {b} share fewer than 2 items scored by {spec.name}: no difference to explain."

@@ -110,12 +110,9 @@ def _scope(ctx: ReportContext) -> str:
     return f" in {scope}" if scope and scope != "whole catalog" else ""
 
 
-def yes_no(ctx: ReportContext) -> str:
-    """**Yes**, **No** or **Not established** to "Is A better than B?": the difference, its CI and the paired test."""
-    got = compared(ctx)
-    if got is None:
-        return ""
-    a, b, _va, _vb, r = got
+def yes_no(ctx: ReportContext, a: str, b: str, _va: dict[str, float], _vb: dict[str, float], r: Any) -> str:
+    """**Yes**, **No** or **Not established** to "Is A better than B?" (:func:`compared`'s ``a`` and ``b``): the
+    difference, its CI and the paired test."""
     spec = ctx.spec
     if r is None:
         return f"**Not established**: {a} and {b} share fewer than 2 items scored by {spec.name}, so no paired test."
@@ -146,13 +143,9 @@ def yes_no(ctx: ReportContext) -> str:
     )
 
 
-def how_much(ctx: ReportContext) -> str:
-    """How much better: the difference and its CI, Cohen's d_z (mean over SD of the differences, Cohen 1988, section
-    2.3.5) and what it means in the metric's units."""
-    got = compared(ctx)
-    if got is None:
-        return ""
-    a, b, va, vb, r = got
+def how_much(ctx: ReportContext, a: str, b: str, va: dict[str, float], vb: dict[str, float], r: Any) -> str:
+    """How much better ``a`` is than ``b`` (:func:`compared`): the difference and its CI, Cohen's d_z (mean over SD of
+    the differences, Cohen 1988, section 2.3.5) and what it means in the metric's units."""
     spec = ctx.spec
     if r is None:
         return f"{a} and {b} share fewer than 2 items scored by {spec.name}: no difference can be estimated."
