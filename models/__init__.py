@@ -21,7 +21,8 @@ _PUBLIC: dict[str, str] = {
         "calls": "ainvoke call_info message_text read_reply usage model_secrets",
         "registry": "sampling_for_role",
         "replay": "ReplayStore StoredResponses UnmatchedReplayError",
-        "batch": "BatchCollector batch_model batch_settings check_batch_models",
+        "batch": "batch_model batch_settings check_batch_models",
+        "batch_collector": "BatchCollector",
         "cache": "cache_key_for get_cache should_cache",
         "estimate": "APPROXIMATION DEFAULT_TYPICAL_OUTPUT_TOKENS Estimate JUDGE_REPLY_TOKENS Rehearsal RehearsalChat "
         "RoleEstimate TOOL_RESULT_TOKENS TOOL_TURN_TOKENS TYPICAL_OUTPUT_TOKENS priced summarise "

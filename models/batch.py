@@ -20,36 +20,12 @@ from pydantic import ConfigDict, Field, SecretStr
 
 from ..core import InputError, ModelRef, current_settings
 from .base import NamedModel
+from .batch_collector import ANTHROPIC_BASE, Endpoint, current_collector
 from .calls import message_text as _text
 from .openai_direct import OFFICIAL_BASE, ChatOpenAIDirect
 from .openai_wire import structured_runnable, tool_parser, wire_body
-from .batch_collector import (
-    ANTHROPIC_BASE,
-    BATCH_WAIT_S,
-    JOURNAL,
-    BatchCollector,
-    BatchJournal,
-    Endpoint,
-    current_collector,
-    custom_id,
-    request_tag,
-)
 
-__all__ = [
-    "ANTHROPIC_BASE",
-    "BATCH_WAIT_S",
-    "BatchChatOpenAI",
-    "BatchCollector",
-    "BatchJournal",
-    "ChatAnthropicBatch",
-    "Endpoint",
-    "JOURNAL",
-    "batch_model",
-    "check_batch_models",
-    "custom_id",
-    "is_batched",
-    "request_tag",
-]
+__all__ = ["BatchChatOpenAI", "ChatAnthropicBatch", "batch_model", "batch_settings", "check_batch_models", "is_batched"]
 
 DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
 """``max_tokens`` of an Anthropic request (the Messages API requires one) when the run sets none."""

@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Callable, Coroutine, Iterator, Literal, Sequence
 
 import httpx
 
@@ -179,21 +179,14 @@ class BatchCollector:
         self._answered_by: dict[str, str] = {}  # custom_id -> the batch that last answered it (for error messages)
         self.submitted = 0
 
-    def progress(self) -> list[dict[str, Any]]:
-        """The batches not yet finished.
-
-        Returns:
-            ``{"id", "api", "status", "done", "total"}`` per batch.
-        """
-        return [dict(s) for s in list(self._status.values()) if not s.get("finished")]
-
     def progress_text(self) -> str:
         """One phrase for a progress line.
 
         Returns:
-            ``"batch batch_abc in_progress 3/10"`` per pending batch, or "".
+            ``"batch batch_abc in_progress 3/10"`` per batch not yet finished, or "".
         """
-        return "; ".join(f"batch {s['id']} {s['status']} {s['done']}/{s['total']}" for s in self.progress())
+        pending = [s for s in list(self._status.values()) if not s.get("finished")]
+        return "; ".join(f"batch {s['id']} {s['status']} {s['done']}/{s['total']}" for s in pending)
 
     async def request(self, endpoint: Endpoint, body: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
         """Send ``body`` in a batch of ``endpoint``.
@@ -218,9 +211,9 @@ class BatchCollector:
             if known is not None and known in self._results:
                 fut.set_result(_outcome(self._results[known], cid, known))
             elif known is not None and known in self.journal.batches:
-                self._ensure_poller(known, endpoint)
-            elif known is not None and self._submission_of(cid) is not None:
-                self._ensure_recovery(self._submission_of(cid), endpoint)  # type: ignore[arg-type]
+                self._ensure(known, lambda: self._poll(known, endpoint))
+            elif known is not None and known.startswith("submission:"):
+                self._ensure("recover:" + known, lambda: self._recover(known, endpoint))
             else:
                 self._enqueue(endpoint, _Waiting(cid, body, len(json.dumps(body))))
         status, reply = await asyncio.shield(fut)
@@ -230,10 +223,6 @@ class BatchCollector:
             return reply
         where = self._answered_by.get(cid) or self.journal.requests.get(cid) or "(not submitted)"
         raise BatchRequestError(status, {}, reply, f"{endpoint.shown} batch {where}")
-
-    def _submission_of(self, cid: str) -> str | None:
-        sub = self.journal.requests.get(cid, "")
-        return sub if sub.startswith("submission:") else None
 
     def _client(self, endpoint: Endpoint) -> Any:
         """The openai SDK's ``AsyncOpenAI`` for ``endpoint`` (one per endpoint)."""
@@ -311,11 +300,14 @@ class BatchCollector:
                 ).encode("utf-8")
                 f = await client.files.create(file=("sgieval-batch.jsonl", data, "application/jsonl"), purpose="batch")
                 entry["input_file_id"] = f.id
-                self._note_submission(sub, entry)
+            self._note_submission(sub, entry)
+            if endpoint.api == "openai":
                 batch_id = await self._create_openai(client, f.id, sub)
             else:
-                self._note_submission(sub, entry)
-                batch_id = await self._create_anthropic(endpoint, waiting)
+                body = {"requests": [{"custom_id": w.custom_id, "params": w.body} for w in waiting]}
+                batch_id = str(
+                    (await _anthropic(endpoint, "/v1/messages/batches", body=body, timeout=300)).json()["id"]
+                )
         except Exception as e:  # noqa: BLE001 - the calls get the error (retried by ainvoke when transient)
             log.warning("batch submission failed", api=endpoint.api, requests=len(cids), error=str(e)[:300])
             self.journal.submissions.pop(sub, None)
@@ -328,7 +320,7 @@ class BatchCollector:
         self.submitted += 1
         self._adopt(sub, batch_id)
         log.info("batch submitted", api=endpoint.api, batch_id=batch_id, requests=len(cids))
-        self._ensure_poller(batch_id, endpoint)
+        self._ensure(batch_id, lambda: self._poll(batch_id, endpoint))
 
     def _note_submission(self, sub: str, entry: dict[str, Any]) -> None:
         self.journal.submissions[sub] = entry
@@ -358,15 +350,11 @@ class BatchCollector:
             return found
         return str(b.id)
 
-    async def _create_anthropic(self, endpoint: Endpoint, waiting: list[_Waiting]) -> str:
-        body = {"requests": [{"custom_id": w.custom_id, "params": w.body} for w in waiting]}
-        r = await _anthropic(endpoint, "/v1/messages/batches", body=body, timeout=300)
-        return str(r.json()["id"])
-
-    def _ensure_recovery(self, sub: str, endpoint: Endpoint) -> None:
-        key = "recover:" + sub
-        if key not in self._pollers or self._pollers[key].done():
-            self._pollers[key] = self._spawn(self._recover(sub, endpoint))
+    def _ensure(self, key: str, coro: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Start ``coro()`` under ``key`` unless a task of that key still runs."""
+        task = self._pollers.get(key)
+        if task is None or task.done():
+            self._pollers[key] = self._spawn(coro())
 
     async def _recover(self, sub: str, endpoint: Endpoint) -> None:
         entry = self.journal.submissions.get(sub) or {}
@@ -392,12 +380,7 @@ class BatchCollector:
             self._fail(cids, _Resubmit("the batch of this request was never created; it is submitted again"))
             return
         self._adopt(sub, found)
-        self._ensure_poller(found, endpoint)
-
-    def _ensure_poller(self, batch_id: str, endpoint: Endpoint) -> None:
-        task = self._pollers.get(batch_id)
-        if task is None or task.done():
-            self._pollers[batch_id] = self._spawn(self._poll(batch_id, endpoint))
+        self._ensure(found, lambda: self._poll(found, endpoint))
 
     async def _poll(self, batch_id: str, endpoint: Endpoint) -> None:
         entry = self.journal.batches.get(batch_id, {})
@@ -559,14 +542,8 @@ def _rows(text: str) -> Iterator[dict[str, Any]]:
 
 async def _find_openai_batch(client: Any, file_id: str) -> str | None:
     """The id of the batch made from uploaded file ``file_id`` among the newest 100, or None."""
-    n = 0
-    async for b in client.batches.list(limit=100):
-        if b.input_file_id == file_id:
-            return str(b.id)
-        n += 1
-        if n >= 100:
-            break
-    return None
+    page = await client.batches.list(limit=100)
+    return next((str(b.id) for b in page.data if b.input_file_id == file_id), None)
 
 
 async def _find_anthropic_batch(endpoint: Endpoint, created_after: float, count: int) -> str | None:

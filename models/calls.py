@@ -280,7 +280,7 @@ class _Call:
         self.timeout_s = timeout_s if timeout_s is not None else current_call_context().timeout_s or DEFAULT_TIMEOUT_S
         self.tag: Any = None
         if self.batched:
-            from .batch import BATCH_WAIT_S, request_tag
+            from .batch_collector import BATCH_WAIT_S, request_tag
 
             self.timeout_s, total_s = max(self.timeout_s, BATCH_WAIT_S), None
             self.tag = functools.partial(request_tag, f"repeat={model.repeat}" if model.repeat else "")

@@ -30,7 +30,7 @@ class CallContext:
     secrets: Any = None
     """The run's :class:`~sgieval.core.SecretValues`, masked in replies before the call cache keeps them."""
     batches: Any = None
-    """The run's :class:`~sgieval.models.batch.BatchCollector` (None: made on first use)."""
+    """The run's :class:`~sgieval.models.batch_collector.BatchCollector` (None: made on first use)."""
     _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = field(
         default_factory=weakref.WeakKeyDictionary, repr=False
     )

@@ -25,7 +25,8 @@ from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import InputError
 from sgieval.models.accounting import Ledger
 from sgieval.models.base import NamedModel, repeat_of
-from sgieval.models.batch import BatchCollector, BatchChatOpenAI, ChatAnthropicBatch, custom_id
+from sgieval.models.batch import BatchChatOpenAI, ChatAnthropicBatch
+from sgieval.models.batch_collector import BatchCollector, custom_id
 from sgieval.models.calls import ainvoke
 from sgieval.models.context import CallContext, call_context, prompt_scope
 from sgieval.tests.conftest import FIXTURES
@@ -545,7 +546,7 @@ def test_the_progress_line_shows_a_pending_batch(tmp_path):
 
 
 def test_the_batch_journal_is_read_as_data(tmp_path):
-    from sgieval.models.batch import BatchJournal
+    from sgieval.models.batch_collector import BatchJournal
 
     (tmp_path / "batches.json").write_text(
         json.dumps(
