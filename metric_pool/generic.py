@@ -115,15 +115,8 @@ def _score(item: Item, response: Response) -> dict[str, MetricResult]:
     details: dict[str, Any] = {"reference": ref[:500], "prediction": pred[:500]}
     if not pred:
         details["no_answer"] = True
-    exact = float(pred == ref)
-    norm = float(normalised_match(ref, pred))
     shown = f"prediction {pred[:120]!r} vs reference {ref[:120]!r}"
-    return {
-        EXACT.name: MetricResult(exact, f"{'equal' if exact else 'not equal'}: {shown}", details),
-        NORMALISED.name: MetricResult(
-            norm, f"{'equal' if norm else 'not equal'} after normalisation: {shown}", details
-        ),
-    }
+    return _results(pred == ref, normalised_match(ref, pred), "after normalisation", shown, details)
 
 
 def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[str, MetricResult]:
@@ -134,12 +127,16 @@ def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[st
         details["no_answer"] = True
         why = f"no answer found (no boxed option letter, no final ANSWER: line), reference {gold!r}"
         return {EXACT.name: MetricResult(0.0, why, details), NORMALISED.name: MetricResult(0.0, why, details)}
-    exact = float(got == gold)
-    norm = float(got.casefold() == gold.casefold())
     shown = f"option {got!r} ({how}) vs reference {gold!r}"
+    return _results(got == gold, got.casefold() == gold.casefold(), "ignoring case", shown, details)
+
+
+def _results(exact: bool, norm: bool, how: str, shown: str, details: dict[str, Any]) -> dict[str, MetricResult]:
+    """Both specs' results: equal or not as given, and ``how`` normalised."""
+    said = {True: "equal", False: "not equal"}
     return {
-        EXACT.name: MetricResult(exact, f"{'equal' if exact else 'not equal'}: {shown}", details),
-        NORMALISED.name: MetricResult(norm, f"{'equal' if norm else 'not equal'} ignoring case: {shown}", details),
+        EXACT.name: MetricResult(float(exact), f"{said[exact]}: {shown}", details),
+        NORMALISED.name: MetricResult(float(norm), f"{said[norm]} {how}: {shown}", details),
     }
 
 
