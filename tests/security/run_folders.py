@@ -1,5 +1,5 @@
-"""Shared helpers of the run-folder security tests: a finished run to copy, the tree outside a run folder, one
-error line."""
+"""Shared helpers of the security tests: a user's environment, a JSONL benchmark of sums, `sgieval ask` against an
+OpenAI-compatible server, a finished run to copy, the tree outside a run folder, one error line."""
 
 from __future__ import annotations
 
@@ -7,7 +7,40 @@ import json
 import shutil
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from sgieval.cli import app
+
 CHEM = "Which model is the most creative in chemistry?"
+
+
+def user_env(monkeypatch, tmp_path: Path, api_key: str | None = None) -> None:
+    """A user whose state and cache folders are under ``tmp_path``; with ``api_key``, that OpenAI key and no
+    ``OPENAI_BASE_URL``."""
+    if api_key is not None:
+        monkeypatch.setenv("OPENAI_API_KEY", api_key)
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def sums_bench(path: Path, n: int = 4) -> Path:
+    """``path``, written as a JSONL benchmark of ``n`` items: id ``q{i}``, "What is i + i?", reference ``2i``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "prompt": f"What is {i} + {i}?", "reference": str(2 * i)}) + "\n"
+            for i in range(n)
+        )
+    )
+    return path
+
+
+def ask_mock(url: str, bench: Path, out: Path, *extra: str, model: str = "openai:gpt-4o-mini"):
+    """`sgieval ask` (no request, no tools, confirmed) of ``model`` on ``bench`` against the OpenAI-compatible
+    server at ``url``, runs kept under ``out``, ``extra`` options added; the CliRunner result."""
+    args = ["ask", "", "-b", str(bench), "-m", model, "--base-url", url, "--tools", "", "--yes", "--out", str(out)]
+    return CliRunner().invoke(app, [*args, *extra])
 
 
 def snapshot(root: Path, skip: Path | None = None) -> dict[str, tuple[int, int, int, bytes]]:

@@ -20,15 +20,14 @@ from sgieval.cli import app
 from sgieval.core import InputError
 from sgieval.graphs.checkpoints import ALLOWED_TYPES
 
-from .test_untrusted_run_folders import CHEM, snapshot
+from sgieval.tests.security.run_folders import CHEM, snapshot, user_env
 
 runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
 def _user_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    user_env(monkeypatch, tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.cli import app
 from sgieval.core import RunConfig
 from sgieval.core.trust import is_own_run, live_models, sensitive_settings
+from sgieval.tests.security.run_folders import user_env
 
 runner = CliRunner()
 KEY = "sk-test-received-0123456789"
@@ -24,10 +25,7 @@ KEY = "sk-test-received-0123456789"
 
 @pytest.fixture(autouse=True)
 def _user_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    user_env(monkeypatch, tmp_path, KEY)
 
 
 def bench(tmp_path: Path) -> Path:

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.cli import app
 from sgieval.core import redact_secrets, redact_url
+from sgieval.tests.security.run_folders import ask_mock, sums_bench, user_env
 
 runner = CliRunner()
 FAKE_KEY = "sk-fake-7e3a1c9b5d2f4e6a8c0b"
@@ -19,21 +20,11 @@ FAKE_KEY = "sk-fake-7e3a1c9b5d2f4e6a8c0b"
 
 @pytest.fixture(autouse=True)
 def _user_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key-not-in-url-000")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    user_env(monkeypatch, tmp_path, "sk-env-key-not-in-url-000")
 
 
 def bench(tmp_path: Path, n: int = 4) -> Path:
-    p = tmp_path / "qa.jsonl"
-    p.write_text(
-        "".join(
-            json.dumps({"id": f"q{i}", "prompt": f"What is {i} + {i}?", "reference": str(2 * i)}) + "\n"
-            for i in range(n)
-        )
-    )
-    return p
+    return sums_bench(tmp_path / "qa.jsonl", n)
 
 
 def test_redaction_rules():
@@ -52,24 +43,7 @@ def test_key_in_base_url_appears_in_no_file_of_the_run(tmp_path):
     with MockOpenAI(replies=lambda body, i: "<answer>2</answer>") as mock:
         url = mock.url.replace("http://", f"http://user:{FAKE_KEY}@")
         out = tmp_path / "runs"
-        res = runner.invoke(
-            app,
-            [
-                "ask",
-                "",
-                "-b",
-                str(bench(tmp_path)),
-                "-m",
-                "openai:gpt-4o-mini",
-                "--base-url",
-                url,
-                "--tools",
-                "",
-                "--yes",
-                "--out",
-                str(out),
-            ],
-        )
+        res = ask_mock(url, bench(tmp_path), out)
         assert res.exit_code == 0, res.output
         assert mock.stats()["served"] == 4  # the calls did reach the server the user named
     (run,) = out.iterdir()
@@ -98,26 +72,7 @@ def test_no_key_in_any_file_of_a_run(tmp_path, monkeypatch, where):
         if where in ("query", "both"):
             url += f"?api_key={FAKE_KEY}&token={FAKE_KEY}"
         out = tmp_path / "runs"
-        res = runner.invoke(
-            app,
-            [
-                "ask",
-                "",
-                "-b",
-                str(bench(tmp_path)),
-                "-m",
-                "openai:gpt-4o-mini",
-                "--base-url",
-                url,
-                "--tools",
-                "",
-                "--yes",
-                "--max-concurrency",
-                "1",
-                "--out",
-                str(out),
-            ],
-        )
+        res = ask_mock(url, bench(tmp_path), out, "--max-concurrency", "1")
         assert res.exit_code == 0, res.output
         sent = mock.log()
     (run,) = out.iterdir()
@@ -152,26 +107,7 @@ def test_no_key_in_any_file_of_a_run(tmp_path, monkeypatch, where):
 def test_refused_key_stops_the_run_at_the_first_reply(tmp_path, status):
     with MockOpenAI(faults=lambda index, body: status) as mock:
         out = tmp_path / "runs"
-        res = runner.invoke(
-            app,
-            [
-                "ask",
-                "",
-                "-b",
-                str(bench(tmp_path, n=6)),
-                "-m",
-                "openai:gpt-4o-mini",
-                "--base-url",
-                mock.url,
-                "--tools",
-                "",
-                "--yes",
-                "--max-concurrency",
-                "1",
-                "--out",
-                str(out),
-            ],
-        )
+        res = ask_mock(mock.url, bench(tmp_path, n=6), out, "--max-concurrency", "1")
         requests = mock.stats()["requests"]
     assert res.exit_code == 2, res.output
     what = "refused the credentials" if status == "401" else "refused access (forbidden)"
@@ -199,26 +135,7 @@ def test_429_and_500_keep_their_retries(tmp_path):
 
     with MockOpenAI(faults=faults, retry_after_s=0.01, replies=lambda body, i: "ok") as mock:
         out = tmp_path / "runs"
-        res = runner.invoke(
-            app,
-            [
-                "ask",
-                "",
-                "-b",
-                str(bench(tmp_path, n=2)),
-                "-m",
-                "openai:gpt-4o-mini",
-                "--base-url",
-                mock.url,
-                "--tools",
-                "",
-                "--yes",
-                "--max-concurrency",
-                "1",
-                "--out",
-                str(out),
-            ],
-        )
+        res = ask_mock(mock.url, bench(tmp_path, n=2), out, "--max-concurrency", "1")
         assert res.exit_code == 0, res.output
         assert mock.stats()["requests"] == 4
     (run,) = out.iterdir()

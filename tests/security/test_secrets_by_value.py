@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.cli import app
 from sgieval.core import SecretValues
+from sgieval.tests.security.run_folders import ask_mock, sums_bench, user_env
 
 runner = CliRunner()
 ENV_KEY = "mock-live-7f3a9c2e1b5d4a60"  # no sk- prefix: no pattern matches it
@@ -26,21 +27,7 @@ URL_KEY = "Zq8wLm3Rt5Vb7Nc9"  # a key of another shape, inside the base URL's us
 
 @pytest.fixture(autouse=True)
 def _user_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def bench(tmp_path: Path, n: int = 4) -> Path:
-    p = tmp_path / "qa.jsonl"
-    p.write_text(
-        "".join(
-            json.dumps({"id": f"q{i}", "prompt": f"What is {i} + {i}?", "reference": str(2 * i)}) + "\n"
-            for i in range(n)
-        )
-    )
-    return p
+    user_env(monkeypatch, tmp_path, ENV_KEY)
 
 
 def test_secret_values_mask_every_form():
@@ -58,26 +45,7 @@ def test_secret_values_mask_every_form():
 
 def _run(tmp_path: Path, url: str) -> tuple[Path, list[str]]:
     out = tmp_path / "runs"
-    res = runner.invoke(
-        app,
-        [
-            "ask",
-            "",
-            "-b",
-            str(bench(tmp_path)),
-            "-m",
-            "openai:gpt-4o-mini",
-            "--base-url",
-            url,
-            "--tools",
-            "",
-            "--yes",
-            "--max-concurrency",
-            "1",
-            "--out",
-            str(out),
-        ],
-    )
+    res = ask_mock(url, sums_bench(tmp_path / "qa.jsonl"), out, "--max-concurrency", "1")
     assert res.exit_code == 0, res.output
     (run,) = out.iterdir()
     outputs = [res.output]

@@ -15,7 +15,16 @@ from typer.testing import CliRunner
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.cli import app
 from sgieval.core import InputError, Response, RunStore, Score
-from sgieval.tests.security.run_folders import jsonl_lines, one_error_line, snapshot, viewer_data, viewer_text
+from sgieval.tests.security.run_folders import (
+    ask_mock,
+    jsonl_lines,
+    one_error_line,
+    snapshot,
+    sums_bench,
+    user_env,
+    viewer_data,
+    viewer_text,
+)
 
 runner = CliRunner()
 
@@ -32,22 +41,11 @@ SPECIAL = {
 
 @pytest.fixture(autouse=True)
 def _env(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-000000000000000000000")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    user_env(monkeypatch, tmp_path, "sk-test-000000000000000000000")
 
 
 def bench(tmp_path: Path, n: int = 10) -> Path:
-    p = tmp_path / "bench" / "sums.jsonl"
-    p.parent.mkdir(parents=True)
-    p.write_text(
-        "".join(
-            json.dumps({"id": f"q{i}", "prompt": f"What is {i} + {i}?", "reference": str(2 * i)}) + "\n"
-            for i in range(n)
-        )
-    )
-    return p
+    return sums_bench(tmp_path / "bench" / "sums.jsonl", n)
 
 
 def reply(body: dict, _index: int) -> str:
@@ -56,25 +54,7 @@ def reply(body: dict, _index: int) -> str:
 
 
 def ask(tmp_path: Path, mock: MockOpenAI, out: Path, *extra: str):
-    return runner.invoke(
-        app,
-        [
-            "ask",
-            "",
-            "-b",
-            str(tmp_path / "bench" / "sums.jsonl"),
-            "-m",
-            "openai:gpt-4o-mini",
-            "--base-url",
-            mock.url,
-            "--tools",
-            "",
-            "--yes",
-            "--out",
-            str(out),
-            *extra,
-        ],
-    )
+    return ask_mock(mock.url, tmp_path / "bench" / "sums.jsonl", out, *extra)
 
 
 def test_separators_and_lone_surrogates_in_replies_keep_every_item(tmp_path):

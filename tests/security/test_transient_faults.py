@@ -18,53 +18,20 @@ from typer.testing import CliRunner
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.cli import app
 from sgieval.core import RunStore
+from sgieval.tests.security.run_folders import ask_mock, sums_bench, user_env
 
 runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
 def _user_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-transient-000000")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def bench(tmp_path: Path, n: int = 4) -> Path:
-    p = tmp_path / "qa.jsonl"
-    p.write_text(
-        "".join(
-            json.dumps({"id": f"q{i}", "prompt": f"What is {i} + {i}?", "reference": str(2 * i)}) + "\n"
-            for i in range(n)
-        )
-    )
-    return p
+    user_env(monkeypatch, tmp_path, "sk-test-transient-000000")
 
 
 def ask(tmp_path: Path, url: str, *extra: str):
     out = tmp_path / "runs"
-    res = runner.invoke(
-        app,
-        [
-            "ask",
-            "",
-            "-b",
-            str(bench(tmp_path)),
-            "-m",
-            "openai:mock",
-            "--base-url",
-            url,
-            "--tools",
-            "",
-            "--yes",
-            "--max-concurrency",
-            "1",
-            "--out",
-            str(out),
-            *extra,
-        ],
-    )
-    return res, out
+    bench = sums_bench(tmp_path / "qa.jsonl")
+    return ask_mock(url, bench, out, "--max-concurrency", "1", *extra, model="openai:mock"), out
 
 
 def _answer(body, i):

@@ -17,37 +17,16 @@ from typer.testing import CliRunner
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.cli import app
 from sgieval.core import InputError, RunConfig, RunStore, Rubric, slug_name
+from sgieval.tests.security.run_folders import CHEM, ask_mock, snapshot, user_env
 
 runner = CliRunner()
-CHEM = "Which model is the most creative in chemistry?"
 FAKE_KEY = "sk-test-0123456789abcdefSECRET"
 
 
 @pytest.fixture(autouse=True)
 def _user_env(tmp_path, monkeypatch):
     """A user with an API key and an empty trust store (nothing confirmed before)."""
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def snapshot(root: Path, skip: Path | None = None) -> dict[str, tuple[int, int, int]]:
-    """(mode, size, mtime) of every path under ``root``, the run folder ``skip`` and the
-    user's state/cache folders left out (a folder's own size and mtime are left out
-    too: what changes in it shows as its entries)."""
-    out = {}
-    for p in root.rglob("*"):
-        rel = p.relative_to(root).parts
-        if rel and rel[0] in ("state", "cache"):
-            continue
-        if skip is not None and (p == skip or skip in p.parents):
-            continue
-        st = p.lstat()
-        out[str(p)] = (
-            (st.st_mode, 0, 0) if p.is_dir() and not p.is_symlink() else (st.st_mode, st.st_size, st.st_mtime_ns)
-        )
-    return out
+    user_env(monkeypatch, tmp_path, FAKE_KEY)
 
 
 def jsonl_benchmark(tmp_path: Path, reference: bool = True) -> Path:
@@ -249,25 +228,7 @@ def test_code_running_settings_from_config_json_need_confirmation(tmp_path, sett
 
 def test_own_runs_need_no_prompt(tmp_path):
     with MockOpenAI(replies=["tesla"]) as mine:
-        bench = jsonl_benchmark(tmp_path)
-        res = runner.invoke(
-            app,
-            [
-                "ask",
-                "",
-                "-b",
-                str(bench),
-                "-m",
-                "openai:gpt-4o-mini",
-                "--base-url",
-                mine.url,
-                "--tools",
-                "",
-                "--yes",
-                "--out",
-                str(tmp_path / "runs"),
-            ],
-        )
+        res = ask_mock(mine.url, jsonl_benchmark(tmp_path), tmp_path / "runs")
         assert res.exit_code == 0, res.output
         (run,) = (tmp_path / "runs").iterdir()
         (run / "report.md").unlink()
