@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -414,8 +415,7 @@ class RubricMetric(Metric):
                 for v in ok
             ]
             parts.append(f"{c} {means[c]:.3g}/10 ({'; '.join(whys)})")
-        used = [e.tool for e in evidence if isinstance(e, ToolCallEvidence) and not e.refused]
-        counts = {t: used.count(t) for t in dict.fromkeys(used)}
+        counts = dict(Counter(e.tool for e in evidence if isinstance(e, ToolCallEvidence) and not e.refused))
         tools_txt = ", ".join(f"{t} x{n}" for t, n in counts.items()) if counts else "none"
         notes = dict.fromkeys(
             f"{v.judge}: {v.tools_note}" for v in verdicts if v.tools_note and v.tools_note != "no tools offered"

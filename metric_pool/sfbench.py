@@ -101,15 +101,13 @@ _SCORE_KEYS = ("score", "feasibility_score", "feasibility", "likert")
 
 def _likert(value: Any, where: str) -> int:
     """An integer -2..2 from an int, an integral float or a string like "+1". Raises ValueError naming ``where``."""
-    if isinstance(value, bool):
-        raise ValueError(f"{where}: Likert score {value!r} is not a number")
     if isinstance(value, str):
         txt = value.strip().replace("\u2212", "-").replace(" ", "")
         try:
             value = float(txt)
         except ValueError:
             raise ValueError(f"{where}: Likert score {value!r} is not a number") from None
-    if not isinstance(value, (int, float)) or isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{where}: Likert score {value!r} is not a number")
     if float(value) != int(value):
         raise ValueError(f"{where}: Likert score {value!r} is not an integer")
@@ -235,8 +233,7 @@ class SFBenchLikert(Metric):
             if not pp:
                 out += _not_run(model, self.corpus_specs, "no parsed SFBench predictions for this model")
                 continue
-            gold = [g for g, _ in pp]
-            pred = [p for _, p in pp]
+            gold, pred = zip(*pp)
             cm = [[sum(1 for g, p in pp if (g, p) == (a, b)) for b in LABELS] for a in LABELS]
             details = {"n": len(pp), "labels": LABELS, "confusion_matrix": cm}
             details["confusion_matrix_axes"] = "rows gold -2..2, columns predicted -2..2"
