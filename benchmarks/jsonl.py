@@ -21,9 +21,6 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "shape", None) == ():
-        return item()
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         return _plain(tolist())

@@ -23,8 +23,6 @@ from .idea_judge import (  # noqa: F401 (the judge's names, read from here too)
     IDEA_FIELDS,
     MAX_JUDGE_ATTEMPTS,
     decide,
-    judge_call,
-    judge_prompt,
     judged,
     parse_votes,
     vote_injection_flags,

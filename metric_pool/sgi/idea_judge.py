@@ -53,14 +53,9 @@ Overall: [Win A/Win B] because ...
 """
 
 
-def format_idea(idea: dict[str, Any]) -> str:
-    """ "Field: value" for each of the six idea fields with a truthy value, separated by blank lines (A.2)."""
-    return "\n\n".join(f"{f}: {idea[f]}" for f in IDEA_FIELDS if f in idea and idea[f])
-
-
-def format_context(ref: dict[str, Any]) -> str:
-    """The truthy context fields as "name: value", separated by blank lines (A.2)."""
-    return "\n\n".join(f"{f}: {ref[f]}" for f in CONTEXT_FIELDS if f in ref and ref[f])
+def _fields_text(d: dict[str, Any], fields: tuple[str, ...]) -> str:
+    """ "name: value" for each of ``fields`` with a truthy value, separated by blank lines (A.2)."""
+    return "\n\n".join(f"{f}: {d[f]}" for f in fields if d.get(f))
 
 
 def judge_prompt(idea_a: str, idea_b: str, context: str) -> str:
@@ -188,8 +183,8 @@ async def judged(
     could not be reached."""
     if not judges:
         return None, [], None
-    ref_text, gen_text = format_idea(ref), format_idea(gen)
-    context = format_context(ref)
+    ref_text, gen_text = _fields_text(ref, IDEA_FIELDS), _fields_text(gen, IDEA_FIELDS)
+    context = _fields_text(ref, CONTEXT_FIELDS)
     normal = judge_prompt(ref_text, gen_text, context)
     swapped = judge_prompt(gen_text, ref_text, context)
 
