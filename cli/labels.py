@@ -53,8 +53,17 @@ def _run(run: str, out_dir: Path) -> tuple[Any, dict[str, MetricSpec]]:
     return records, specs
 
 
-def _targets(records: Any) -> list[str]:
-    return sorted({r.model for r in records.responses} | {s.model for s in records.scores})
+def _validate(
+    labels: list[Label], records: Any, specs: dict[str, MetricSpec], source: str, positions: list[str] | None = None
+) -> None:
+    """:func:`sgieval.metric_pool.validate_labels` against the run's metrics, items and target models."""
+    from ..metric_pool import validate_labels
+
+    models = sorted({r.model for r in records.responses} | {s.model for s in records.scores})
+    item_ids = [i.id for i in records.items]
+    validate_labels(
+        labels, specs=list(specs.values()), item_ids=item_ids, models=models, source=source, positions=positions
+    )
 
 
 def _append(root: Path, labels: list[Label]) -> None:
@@ -132,16 +141,7 @@ def import_labels(
     records, specs = _run(run, out_dir)
     with exit_on_error():
         labels, positions = _read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
-        from ..metric_pool import validate_labels
-
-        validate_labels(
-            labels,
-            specs=list(specs.values()),
-            item_ids=[i.id for i in records.items],
-            models=_targets(records),
-            source=str(file),
-            positions=positions,
-        )
+        _validate(labels, records, specs, str(file), positions)
     have = {(x.key, x.value, x.note) for x in records.labels}
     new = [x for x in labels if (x.key, x.value, x.note) not in have]
     _append(records.run_dir, new)
@@ -395,8 +395,6 @@ class ViewerLabels:
         self.labeller = labeller
         self.sample = {m: {tuple(u) for u in units} for m, units in labelling["sample"].items()}
         self.metrics = {m["name"] for m in labelling["metrics"]}
-        self.item_ids = [i.id for i in records.items]
-        self.models = _targets(records)
         self.saved: list[Label] = list(records.labels)
         self._lock = threading.Lock()
 
@@ -458,15 +456,7 @@ class ViewerLabels:
         """
         try:
             labels = self._parse(body)
-            from ..metric_pool import validate_labels
-
-            validate_labels(
-                labels,
-                specs=list(self.specs.values()),
-                item_ids=self.item_ids,
-                models=self.models,
-                source="POST labels",
-            )
+            _validate(labels, self.records, self.specs, "POST labels")
             labels = _with_totals(self.specs, labels)
         except InputError as e:
             return 400, {"error": e.one_line()}

@@ -236,11 +236,10 @@ def _write_home(out_dir: Path) -> dict[str, Path]:
             _write_run_viewer(Path(e.path), read_config(Path(e.path)))
         except SgievalError as x:
             e.problem = f"viewer not written: {x.one_line()}"
-            continue
         except (typer.Exit, click.exceptions.Exit):
             e.problem = "viewer not written: its config.json cannot be read"
-            continue
-        entries[k] = read_run(Path(e.path), read_state=read_state, base=out_dir)
+        else:
+            entries[k] = read_run(Path(e.path), read_state=read_state, base=out_dir)
     try:
         comparisons = list_comparisons(out_dir)
         page = write_runs_page(out_dir, entries, comparisons)

@@ -288,8 +288,6 @@ def _read_pages(
 ) -> None:
     """Append the text of the ``wanted`` pages to ``doc`` until ``max_chars`` or the deadline (``time.monotonic``),
     marking ``doc`` partial with a warning for what is left out."""
-    from pypdf.errors import FileNotDecryptedError
-
     total = 0
     failed: list[int] = []
     empty: list[int] = []
@@ -300,8 +298,6 @@ def _read_pages(
             break
         try:
             text = reader.pages[number - 1].extract_text() or ""
-        except FileNotDecryptedError as e:  # pragma: no cover - decrypt() succeeded above
-            raise ToolError(f"cannot decrypt page {number}", what=doc.source, fix="pass the password") from e
         except Exception as e:  # noqa: BLE001 - any parser failure on a damaged page
             failed.append(number)
             doc.pages.append(PdfPage(number=number, text=""))

@@ -43,16 +43,10 @@ class E2BSandbox(_BaseSandbox):
     def _run_programs(
         self, workdir: Path, scripts: list[str], timeout_s: float, output_files: list[str] | None
     ) -> tuple[list[ExecResult], dict[str, str]]:
-        try:  # the SDK takes seconds to import: only when a run needs it
-            from e2b import CommandExitException
-            from e2b import TimeoutException as E2BTimeout
-            from e2b_code_interpreter import Sandbox as _E2B
-        except ImportError as e:  # pragma: no cover
-            raise SandboxUnavailableError(
-                f"e2b-code-interpreter is not installed ({e})",
-                what="sandbox backend 'e2b'",
-                fix="pip install e2b-code-interpreter",
-            ) from e
+        from e2b import CommandExitException  # the SDK takes seconds to import: only when a run needs it
+        from e2b import TimeoutException as E2BTimeout
+        from e2b_code_interpreter import Sandbox as _E2B
+
         limit = self.limits.output_bytes
         try:
             sbx = _E2B.create(
