@@ -225,6 +225,11 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
         f"use one of {', '.join(SANDBOX_BACKENDS)}",
     ),
     "executor": (lambda v: v in EXECUTORS, "unknown executor {r}", f"use one of {', '.join(EXECUTORS)}"),
+    "run_id": (  # one plain folder name: a shared config.json may say "../victim"
+        lambda v: PLAIN_NAME.fullmatch(v) is not None and ".." not in v,
+        "run_id {r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
+        "use a run id such as 20260101-120000-chemistry-ab12cd34",
+    ),
 }
 """Field -> (whether a value is in range, the problem with ``{v}``/``{r}`` for the value/its repr, the fix)."""
 
@@ -395,28 +400,12 @@ class RunConfig(_Record):
         """The corpus folder as an absolute path, so ``resume`` and ``report`` find it from any folder."""
         return str(Path(v).expanduser().resolve()) if v else None
 
-    @field_validator("run_id")
-    @classmethod
-    def _plain_run_id(cls, v: str) -> str:
-        """The run id is one plain folder name: a shared ``config.json`` may say ``"../victim"``."""
-        if not PLAIN_NAME.fullmatch(v) or ".." in v:
-            raise FieldProblem(
-                f"run_id {v!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
-                "use a run id such as 20260101-120000-chemistry-ab12cd34",
-            )
-        return v
-
     @field_validator("benchmarks")
     @classmethod
     def _absolute_benchmark_files(cls, v: list[str]) -> list[str]:
         """A benchmark given as an existing file's path is kept absolute, so ``resume`` and ``report`` work anywhere."""
-        out = []
-        for b in v:
-            p = Path(b).expanduser()
-            out.append(
-                str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet", ".yaml", ".yml") and p.is_file() else b
-            )
-        return out
+        files = (".jsonl", ".json", ".parquet", ".yaml", ".yml")
+        return [str(p.resolve()) if (p := Path(b).expanduser()).suffix in files and p.is_file() else b for b in v]
 
     @classmethod
     def checked(cls, names: dict[str, str] | None = None, **fields: Any) -> "RunConfig":
