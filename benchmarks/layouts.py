@@ -24,7 +24,7 @@ SGI_SNAPSHOT = "SGI-Bench hub snapshot (SGI-<Task>/.../<split>-*.parquet)"
 SGIEVAL_LAYOUT = (
     "sgieval layout (<dir>/<benchmark>/: sciaidanbench/questions.json, sgi-bench/*.parquet|jsonl, sfbench/*.jsonl)"
 )
-LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)  # Every layout :func:`detect` tries, in order.
+LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)  # Every layout a data folder may have.
 
 
 def literal_strings(path: Path) -> dict[str, Any]:
@@ -261,34 +261,4 @@ def looks_sgi_snapshot(folder: Path) -> bool:
     return folder.is_dir() and any(
         sub.is_dir() and task_of_name(sub.name) and next(sub.rglob("*.parquet"), None) is not None
         for sub in folder.iterdir()
-    )
-
-
-def detect(folder: str | Path) -> str:
-    """The layout (one of :data:`LAYOUTS`) of ``folder``; DataNotFoundError naming every layout tried when none fits."""
-    d = Path(folder).expanduser()
-    if not d.is_dir():
-        raise DataNotFoundError("folder does not exist", what=str(d), fix="point --data-dir at a data folder")
-    if any((d / sub).is_dir() for sub in ("sciaidanbench", "sgi-bench", "sfbench")) or (d / "questions.json").is_file():
-        return SGIEVAL_LAYOUT
-    if _clone_root(d.resolve()) is not None:
-        return SCIAIDAN_CLONE
-    if (d / "benchmark" / "question_list.py").is_file():
-        return AIDAN_CLONE
-    if looks_sgi_snapshot(d):
-        return SGI_SNAPSHOT
-    if any(p.suffix in (".jsonl", ".parquet", ".json") for p in d.iterdir() if p.is_file()):
-        return SGIEVAL_LAYOUT  # one benchmark's own folder
-    tried = "; ".join(
-        [
-            f"{SGIEVAL_LAYOUT}: none of these sub-folders",
-            f"{SCIAIDAN_CLONE}: no results/per_model/model_*.json here, in its parent or grandparent",
-            f"{AIDAN_CLONE}: no benchmark/question_list.py",
-            f"{SGI_SNAPSHOT}: no parquet file under a folder named after an SGI-Bench dataset",
-        ]
-    )
-    raise DataNotFoundError(
-        f"no known data layout fits (tried: {tried})",
-        what=f"--data-dir {d}",
-        fix="point --data-dir at one of these layouts, or run `sgieval data pull <benchmark>`",
     )

@@ -19,14 +19,12 @@ from typer.testing import CliRunner
 from sgieval.benchmarks.data import find_benchmark_dir
 from sgieval.benchmarks.layouts import (
     SCIAIDAN_CLONE,
-    SGI_SNAPSHOT,
-    detect,
     literal_strings,
+    looks_sgi_snapshot,
     question_groups,
     sciaidanbench_view,
 )
 from sgieval.cli import app
-from sgieval.core import DataNotFoundError
 
 runner = CliRunner()
 CHEM = "Which model is the most creative in chemistry?"
@@ -94,8 +92,8 @@ def test_question_list_read_as_data(clone):
 
 
 def test_clone_view(clone, sciaidan_dir):
-    assert detect(clone) == SCIAIDAN_CLONE
     view = sciaidanbench_view(clone)
+    assert view.layout == SCIAIDAN_CLONE
     assert sorted(view.models) == [
         "llama3.3:latest",
         "mistral:latest",
@@ -143,16 +141,6 @@ def test_catalog_on_clone_never_an_sfbench_error(clone):
         assert "claim" not in json.dumps(data.get("unavailable", {})).lower()
 
 
-def test_no_layout_names_every_layout(tmp_path):
-    d = tmp_path / "something"
-    (d / "notes").mkdir(parents=True)
-    with pytest.raises(DataNotFoundError) as ei:
-        detect(d)
-    msg = str(ei.value)
-    for what in ("sgieval layout", "SciAidanBench clone", "AidanBench clone", "SGI-Bench hub snapshot"):
-        assert what in msg
-
-
 def test_sgi_hub_cache_snapshot_detected(tmp_path):
     snap = tmp_path / "hub" / "datasets--InternScience--SGI-DeepResearch" / "snapshots" / "abc123" / "data"
     snap.mkdir(parents=True)
@@ -162,7 +150,7 @@ def test_sgi_hub_cache_snapshot_detected(tmp_path):
 
     pq.write_table(pj.read_json(snap / "x.jsonl"), snap / "test-00000-of-00001.parquet")
     (snap / "x.jsonl").unlink()
-    assert detect(tmp_path / "hub") == SGI_SNAPSHOT
+    assert looks_sgi_snapshot(tmp_path / "hub")
     res = runner.invoke(app, ["catalog", "-b", "sgi-bench", "--data-dir", str(tmp_path / "hub"), "--json"])
     assert res.exit_code == 0, res.output
     n = len((Path(__file__).resolve().parents[1] / "fixtures" / "sgi" / "deep_research.jsonl").read_text().splitlines())
@@ -220,8 +208,8 @@ def test_aidanbench_clone(tmp_path, sciaidan_dir, monkeypatch):
 
     monkeypatch.setenv("SGIEVAL_LAYOUT_CACHE", str(tmp_path / "layout-cache"))
     clone = make_aidan_clone(sciaidan_dir, tmp_path / "AidanBench")
-    assert detect(clone) == AIDAN_CLONE
     view = aidanbench_view(clone)
+    assert view.layout == AIDAN_CLONE
     assert view.models == ["m-one", "m-two"] and view.pseudo_models == {"top-5-parallel": "results_small.json"}
     assert view.notes == [f"results_large.json is a Git LFS pointer, not the results (run `git lfs pull` in {clone})"]
     res = runner.invoke(app, ["catalog", "--data-dir", str(clone), "--json"])
