@@ -10,7 +10,6 @@ _PUBLIC: dict[str, str] = {  # public name -> the module of this folder that def
     "CANCEL_RE": "rubric_authoring",
     "DONE_RE": "rubric_authoring",
     "MetricPlan": "customisation",
-    "REVISION_HELP": "rubric_authoring",
     "propose_rubric": "rubric_authoring",
     "revise_rubric": "rubric_authoring",
     "save_defined_rubric": "rubric_authoring",

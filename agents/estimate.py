@@ -307,10 +307,7 @@ def run_estimate(stored: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         The one part as stored, or the sum with ``parts`` and a note naming them; None when there is no estimate.
     """
     own = [e for e in stored if e.get("kind") in (None, "ask", "resume") and not _old_into(e)]
-    into: dict[str, Mapping[str, Any]] = {}
-    for e in stored:
-        if e.get("kind") == "into" and e.get("invocation"):
-            into[str(e["invocation"])] = e
+    into = {str(e["invocation"]): e for e in stored if e.get("kind") == "into" and e.get("invocation")}
     parts = ([("the run's estimate", own[-1])] if own else []) + [
         (f"the estimate of ask --into (invocation {inv})", e) for inv, e in into.items()
     ]

@@ -164,55 +164,48 @@ async def run_evaluation(
     prog = EvalProgress()
     embedded_before = _embedded_so_far()
     try:
-        await _run_evaluation(prog, store, items, targets, metrics, ctx, max_parallel, on_progress, corpus)
-        return prog
+        responses = {(r.item_id, r.model): r for r in store.read("responses")}
+        done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
+        units = [(t, i) for t in targets for i in items]
+        finished = 0
+        if on_progress:
+            on_progress(0, len(units))
+        # ``calls`` keeps max_parallel target calls in flight and 2 x max_parallel workers take the units, so a freed
+        # slot is taken at once while its unit is scored
+        calls = asyncio.Semaphore(max(1, max_parallel))
+        stopped: list[RunStoppedError] = []
+
+        async def unit(target: NamedModel, item: Item) -> None:
+            nonlocal finished
+            resp = responses.get((item.id, target.name))
+            if resp is None:
+                async with calls:  # held for the target call only: scoring overlaps the next unit's call
+                    if prog.budget_stopped or stopped:
+                        return
+                    resp = await infer(item, target, ctx)
+                store.append("responses", [resp])
+                responses[(item.id, target.name)] = resp
+                prog.responses_new += 1
+            else:
+                prog.responses_skipped += 1
+            if not resp.ok:
+                prog.failures.append(f"{target.name} on {item.id}: {resp.error}")
+            scores = await score_response(item, resp, metrics, ctx, done)
+            store.append("scores", scores)
+            done.update((s.item_id, s.model, s.metric) for s in scores)
+            prog.scores_new += len(scores)
+            finished += 1
+            if on_progress:
+                on_progress(finished, len(units))
+
+        await _each_unit(units, unit, 2 * max_parallel, prog, stopped)
+        if not prog.budget_stopped and corpus:  # corpus-level scores need every item: not computed on a budget stop
+            _corpus_scores(store, "scores", items, targets, metrics, responses, store.read("scores"), done, prog)
     finally:
         after = _embedded_so_far()
         prog.texts_embedded = after[0] - embedded_before[0]
         prog.long_texts_embedded = after[1] - embedded_before[1]
-
-
-async def _run_evaluation(
-    prog: EvalProgress, store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric],
-    ctx: ScoringContext, max_parallel: int, on_progress: Callable[[int, int], None] | None, corpus: bool,
-) -> None:  # fmt: skip
-    responses = {(r.item_id, r.model): r for r in store.read("responses")}
-    done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
-    units = [(t, i) for t in targets for i in items]
-    finished = 0
-    if on_progress:
-        on_progress(0, len(units))
-    # ``calls`` keeps max_parallel target calls in flight and 2 x max_parallel workers take the units, so a freed
-    # slot is taken at once while its unit is scored
-    calls = asyncio.Semaphore(max(1, max_parallel))
-    stopped: list[RunStoppedError] = []
-
-    async def unit(target: NamedModel, item: Item) -> None:
-        nonlocal finished
-        resp = responses.get((item.id, target.name))
-        if resp is None:
-            async with calls:  # held for the target call only: scoring overlaps the next unit's call
-                if prog.budget_stopped or stopped:
-                    return
-                resp = await infer(item, target, ctx)
-            store.append("responses", [resp])
-            responses[(item.id, target.name)] = resp
-            prog.responses_new += 1
-        else:
-            prog.responses_skipped += 1
-        if not resp.ok:
-            prog.failures.append(f"{target.name} on {item.id}: {resp.error}")
-        scores = await score_response(item, resp, metrics, ctx, done)
-        store.append("scores", scores)
-        done.update((s.item_id, s.model, s.metric) for s in scores)
-        prog.scores_new += len(scores)
-        finished += 1
-        if on_progress:
-            on_progress(finished, len(units))
-
-    await _each_unit(units, unit, 2 * max_parallel, prog, stopped)
-    if not prog.budget_stopped and corpus:  # corpus-level scores need every item: not computed on a budget stop
-        _corpus_scores(store, "scores", items, targets, metrics, responses, store.read("scores"), done, prog)
+    return prog
 
 
 async def _each_unit(

@@ -93,10 +93,7 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
             f"{'no facet named in the request' if text.strip() else 'no request'}: every item of the loaded catalog"
         )
     filters = {f: list(dict.fromkeys(v)) for f, v in filters.items()}
-    sampling = "stratified" if k else "all"
-    return SelectionPlan(
-        filters=filters, k=k, seed=seed, sampling=sampling, reason=". ".join(reasons), matched_terms=matched
-    )
+    return SelectionPlan(filters=filters, k=k, seed=seed, reason=". ".join(reasons), matched_terms=matched)
 
 
 TASK_BENCHMARK = {
@@ -147,8 +144,10 @@ def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") 
 
 
 def apply_plan(plan: SelectionPlan, catalog: Catalog, request: str = "") -> list[Item]:
-    """Items selected by ``plan``; InputError when none (:func:`missing_task_data`, else the values there are)."""
+    """Items selected by ``plan`` (its ``sampling`` set); InputError when none (:func:`missing_task_data`, else the
+    values there are)."""
     matches = catalog.filter(plan.filters)
+    plan.sampling = "stratified" if plan.k is not None and plan.k < len(matches) else "all"
     if not matches:
         missing = missing_task_data(plan, catalog, request)
         if missing is not None:
@@ -175,14 +174,6 @@ Set question_kind to the kind of question: """
 )
 
 
-def _catalog_summary(catalog: Catalog) -> str:
-    lines = []
-    for f in FACETS:
-        counts = catalog.counts(f)
-        lines.append(f"{f}: " + ", ".join(f"{v} ({n})" for v, n in sorted(counts.items()) if v))
-    return "\n".join(lines)
-
-
 def _clean_plan(plan: SelectionPlan, catalog: Catalog, agent: NamedModel, k: int | None, seed: int) -> SelectionPlan:
     """Drop facets/values absent from the catalog (noted), apply the run's ``k`` and ``seed``, name the planner."""
     notes: list[str] = []
@@ -202,7 +193,6 @@ def _clean_plan(plan: SelectionPlan, catalog: Catalog, agent: NamedModel, k: int
     plan.filters = clean
     plan.k = k if k is not None else plan.k
     plan.seed = seed
-    plan.sampling = "stratified" if plan.k else "all"
     plan.planner = agent.name
     if notes:
         plan.reason = f"{plan.reason} ({'; '.join(notes)})"
@@ -210,7 +200,9 @@ def _clean_plan(plan: SelectionPlan, catalog: Catalog, agent: NamedModel, k: int
 
 
 def _request_message(request: str, catalog: Catalog) -> HumanMessage:
-    summary = _catalog_summary(catalog)
+    summary = "\n".join(
+        f"{f}: " + ", ".join(f"{v} ({n})" for v, n in sorted(catalog.counts(f).items()) if v) for f in FACETS
+    )
     return HumanMessage(
         content=f"Catalog facets (value (count)):\n{summary}\n\nRequest: {request or '(none: evaluate everything)'}"
     )
@@ -392,7 +384,6 @@ async def run_questioning(
                 plan, raw = await llm_plan(request, catalog, agent, k, seed)
                 trace["agent_raw"] = raw
             items = apply_plan(plan, catalog)
-            plan.sampling = _sampling(plan, catalog)
             plan.kind_by = f"agent model {agent.name}" if plan.question_kind else "offline rules"
             plan.question_kind, plan.kind_note = agent_kind(plan.question_kind, request, models)
             return plan, items, trace
@@ -411,10 +402,5 @@ async def run_questioning(
     if "fallback" in trace:
         plan.reason = f"{trace['fallback']}. {plan.reason}"
     items = apply_plan(plan, catalog, request)
-    plan.sampling = _sampling(plan, catalog)
     plan.question_kind, plan.kind_note = classify(request, models)
     return plan, items, trace
-
-
-def _sampling(plan: SelectionPlan, catalog: Catalog) -> str:
-    return "stratified" if plan.k is not None and plan.k < len(catalog.filter(plan.filters)) else "all"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -15,7 +15,7 @@ from ..metric_pool import order_departures, holm, paired_test, sgi_score, summar
 from ..metric_pool.recheck import ranking_changes, recheck
 from ..metric_pool.reliability import reliability, reliability_rows
 from ..models import NamedModel, ainvoke, message_text, prompt_scope
-from ..reports import CHECKED, NARRATIVE_SYSTEM, Block, ModelStat, RecheckResult, ReportContext, SgiRow, assemble
+from ..reports import CHECKED, NARRATIVE_SYSTEM, ModelStat, RecheckResult, ReportContext, SgiRow, assemble
 from ..reports import by_metric, compose_answer, count_phrase, coverage, header_facts, item_values, names_supported
 from ..reports import not_applicable, numbers_supported, order_claims_supported, order_stats, pair_entry
 from ..reports import separated_winner, unscored_reason, write_report_files
@@ -141,16 +141,6 @@ POOL = PoolStatistics()
 """The metric pool's computations, for :attr:`ReportContext.pool`."""
 
 
-def _usage_estimate(usage: Mapping[str, Any] | None) -> list[Block]:
-    """The "Cost and usage" blocks of the estimate made before any call, beside the ledger's figures."""
-    if not usage:
-        return []
-    if usage.get("rows"):
-        return estimate_blocks(usage.get("estimate"), usage["rows"])
-    est = usage.get("estimate")
-    return estimate_blocks(est, []) if isinstance(est, dict) and est.get("rows") else []
-
-
 def add_statistics(ctx: ReportContext) -> ReportContext:
     """Set on ``ctx`` the statistics its sections and Answer read: the ranking (compared on the items every scored
     model has when coverage differs, METRICS.md D.16), its adjacent-pair tests, the leader against each model tied
@@ -174,7 +164,8 @@ def add_statistics(ctx: ReportContext) -> ReportContext:
     ctx.leader_tests = _leader_tests(of_spec, spec.name, ctx.groups, n_resamples=n, seed=seed)
     ctx.reliability = _judge_reliability(with_added_judges(ctx.scores, ctx.added_scores), ctx.specs, seed=seed)
     ctx.sgi = _sgi_rows(ctx.scores, ctx.items, models)
-    ctx.usage_estimate = _usage_estimate(ctx.usage)
+    usage = ctx.usage or {}  # the estimate made before any call, beside the ledger's figures
+    ctx.usage_estimate = estimate_blocks(usage.get("estimate"), usage.get("rows") or []) if usage else []
     ctx.pool = POOL
     return ctx
 

@@ -38,10 +38,6 @@ class RequestReading(BaseModel):
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]")
 
 
-def _spans(pattern: str, text: str, flags: int = re.I) -> list[tuple[int, int, str]]:
-    return [(m.start(), m.end(), m.group(0)) for m in re.finditer(pattern, text, flags)]
-
-
 def _describes_items(word: str, prompts: list[str]) -> bool:
     """Whether ``word`` (or its singular) begins a word in at least half of ``prompts``: the catalog's subject."""
     stem = word[:-1] if len(word) > 4 and word.endswith("s") else word
@@ -61,7 +57,7 @@ def _term_spans(
     spans: list[tuple[int, int, str, str]] = []  # start, end, term, meaning
 
     def cover(pattern: str, meaning: str, flags: int = re.I) -> None:
-        spans.extend((a, b, t, meaning) for a, b, t in _spans(pattern, text, flags))
+        spans.extend((m.start(), m.end(), m.group(0), meaning) for m in re.finditer(pattern, text, flags))
 
     values: dict[str, tuple[str, str]] = {}  # casefolded term -> (shown term, facet)
     for facet in ("discipline", "direction", "task", "type", "benchmark"):

@@ -131,7 +131,8 @@ def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
             5: f"{art.capitalize()} {p} is present but vague, partial or unsupported.",
             10: f"{art.capitalize()} {p} is explicit, specific and well supported.",
         }
-    return Criterion(name=p, description=desc + weight_note, anchors=anchors, needs=_criterion_needs(p))
+    needs = [tool for tool, words in _NEEDS_WORDS if words.search(p)]  # the tools the phrase's words ask for
+    return Criterion(name=p, description=desc + weight_note, anchors=anchors, needs=needs)
 
 
 _NEEDS_WORDS: tuple[tuple[CriterionTool, re.Pattern[str]], ...] = (
@@ -144,11 +145,6 @@ _NEEDS_WORDS: tuple[tuple[CriterionTool, re.Pattern[str]], ...] = (
         re.compile(r"\b(?:code|computations?|calculations?|computes?|calculates?|simulations?|numerical\w*)\b", re.I),
     ),
 )
-
-
-def _criterion_needs(phrase: str) -> list[CriterionTool]:
-    """The tools an offline-drafted criterion's phrase needs: ``web_search``, ``run_python``, both or none."""
-    return [tool for tool, words in _NEEDS_WORDS if words.search(phrase or "")]
 
 
 def generic_rubric(description: str, name: str | None = None) -> Rubric:

@@ -7,7 +7,7 @@ import threading
 from typing import Any, Callable
 
 from ..benchmarks import predefined_metrics
-from ..core import OPEN_CREATIVITY, InputError, Item, RunConfig, get_logger, worker_active
+from ..core import OPEN_CREATIVITY, InputError, Item, get_logger, worker_active
 from ..metric_pool import ScoringContext, list_rubrics
 from ..metric_pool import entries as registered_metrics
 from ..models import NamedModel, UnmatchedReplayError
@@ -221,7 +221,9 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
     if any(not t.is_replay for t in targets):
         on_progress = _warming_report_imports(on_progress)
     settled: dict[str, Any] | None = None
-    max_parallel = _max_parallel(rt.config, len(items) * len(targets))
+    max_parallel = rt.config.max_concurrency  # with --batch every unit at once (up to 50,000)
+    if rt.config.batch:
+        max_parallel = max(max_parallel, min(len(items) * len(targets), 50_000))
     run_kw: dict[str, Any] = dict(executor=rt.config.executor, max_parallel=max_parallel, on_progress=on_progress)
     metrics = planned_metrics(plan, items, rt.metric_options)
     if rt.config.until_settled:
@@ -274,13 +276,6 @@ def _scoring(rt: RunContext, judges: list[NamedModel]) -> ScoringContext:
     return ScoringContext(
         judges=judges, tools=rt.tools, sandbox=rt.sandbox, allow_self_judge=allow, options=rt.metric_options
     )
-
-
-def _max_parallel(config: RunConfig, units: int) -> int:
-    """Target calls in flight: ``--max-concurrency``; with ``--batch`` every unit at once (up to 50,000)."""
-    if config.batch:
-        return max(config.max_concurrency, min(units, 50_000))
-    return config.max_concurrency
 
 
 async def reporting_step(state: State, rt: RunContext) -> Update:

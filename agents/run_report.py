@@ -98,15 +98,12 @@ async def report_run(rt: RunContext, state: State) -> Path:
     specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
     targets = state.get("targets") or [t.name for t in rt.targets]
     ids = {i.id for i in items}
-    scores = [s for s in rt.store.read("scores") if s.model in targets and (s.item_id in ids or s.item_id == "*")]
     responses = [r for r in rt.store.read("responses") if r.model in targets and r.item_id in ids]
+    ids.add("*")  # and the corpus-level scores
+    scores = [s for s in rt.store.read("scores") if s.model in targets and s.item_id in ids]
     added_judges = list(dict.fromkeys([*rt.config.added_judges, *(j.name for j in rt.added_judges)]))
-    added_scores = []
-    if added_judges:
-        added_scores = [
-            s for s in rt.store.read("added_judge_scores")
-            if s.judge in added_judges and s.model in targets and (s.item_id in ids or s.item_id == "*")
-        ]  # fmt: skip
+    added = rt.store.read("added_judge_scores") if added_judges else []
+    added_scores = [s for s in added if s.judge in added_judges and s.model in targets and s.item_id in ids]
     warnings, focus = _run_warnings(rt, state)
     replay_line, replay_warnings = replay_notes(rt.targets)
     warnings += replay_warnings

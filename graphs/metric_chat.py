@@ -13,11 +13,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from ..agents import CANCEL_RE, DONE_RE, REVISION_HELP, NamedModel, propose_rubric, revise_rubric, save_defined_rubric
+from ..agents import CANCEL_RE, DONE_RE, NamedModel, propose_rubric, revise_rubric, save_defined_rubric
 from ..core import InputError, Rubric
 
 DESCRIBE_PROMPT = "Describe the metric: what quality of a response should it measure?"
-REVIEW_PROMPT = f"Changes? {REVISION_HELP} ('cancel' to quit without saving.)"
 MAX_TURNS = 50
 
 
