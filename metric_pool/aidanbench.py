@@ -263,9 +263,7 @@ def _answer_marks(
     for li, (temp, recs) in enumerate(lists):
         for k, r in enumerate(recs):
             c, nov, llm = (
-                _num(r, "coherence_score"),
-                _num(r, "embedding_dissimilarity_score"),
-                _num(r, "llm_dissimilarity_score"),
+                _num(r, k) for k in ("coherence_score", "embedding_dissimilarity_score", "llm_dissimilarity_score")
             )
             stop = r.get("stopping_condition")
             last = k == len(recs) - 1

@@ -192,14 +192,9 @@ class AgreementChange:
 
 
 def _pick(agreements: Sequence[Agreement], judge: str | None) -> dict[str | None, Agreement]:
-    out: dict[str | None, Agreement] = {}
-    for a in agreements:
-        if a.judge == (judge or "panel"):
-            out[a.criterion] = a
-    for a in agreements:  # a single-judge score has only the panel entry, which is that judge's
-        if a.judge == "panel":
-            out.setdefault(a.criterion, a)
-    return out
+    own = {a.criterion: a for a in agreements if a.judge == (judge or "panel")}
+    # a single-judge score has only the panel entry, which is that judge's
+    return own | {a.criterion: a for a in agreements if a.judge == "panel" and a.criterion not in own}
 
 
 def compare_agreement(
