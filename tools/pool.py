@@ -166,7 +166,6 @@ class ToolPool:
         unsafe_local_exec: bool = False,
         search_backend: str = "auto",
         sandbox_limits: dict[str, Any] | None = None,
-        pdf_max_pages: int = 50,
     ) -> "ToolPool":
         """A tool pool with the tools named.
 
@@ -179,7 +178,6 @@ class ToolPool:
             unsafe_local_exec: allow the plain-subprocess sandbox when bubblewrap cannot start.
             search_backend: ``auto``, ``ddgs`` or ``bm25``.
             sandbox_limits: :class:`SandboxLimits` fields.
-            pdf_max_pages: most pages read per PDF.
 
         Returns:
             The pool.
@@ -209,7 +207,7 @@ class ToolPool:
             fns["visit_webpage"] = visit_webpage
         if "pdf" in wanted:
             fns["read_pdf"] = lambda source, pages, max_pages: read_pdf(
-                source, pages=pages, max_pages=min(max_pages, pdf_max_pages)
+                source, pages=pages, max_pages=min(max_pages, 50)
             )
         if "python" in wanted:
             sbx = python = (

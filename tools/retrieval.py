@@ -52,7 +52,6 @@ class CorpusRetriever:
         embed: Callable[[list[str]], Any],
         *,
         mode: RetrievalMode = "hybrid",
-        passage_words: int = 300,
         warnings: list[str] | None = None,
         embedder_name: str = "",
     ):
@@ -61,7 +60,7 @@ class CorpusRetriever:
         self.mode = mode
         self.embed = embed
         self.embedder_name = embedder_name
-        self.bm25 = BM25Index(documents, passage_words=passage_words, warnings=warnings)
+        self.bm25 = BM25Index(documents, warnings=warnings)
         self._vectors: np.ndarray | None = None
         self._lock = threading.Lock()
 

@@ -176,10 +176,10 @@ def _as_document(obj: Any, i: int) -> Document:
     )
 
 
-def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Document], list[str]]:
+def load_corpus(folder: str | Path) -> tuple[list[Document], list[str]]:
     """Documents of a corpus folder (recursive): ``.md``/``.markdown``/``.txt``/``.rst`` (title: first heading or file
     stem), ``.jsonl`` (one per line; text from text/content/body/abstract/prompt, title from title/name/id), ``.pdf``
-    (first ``pdf_max_pages`` pages). Returns (documents, warnings about skipped files); InputError: no such folder."""
+    (first 50 pages). Returns (documents, warnings about skipped files); InputError: no such folder."""
     root = Path(folder)
     if not root.is_dir():
         raise InputError("corpus folder not found", what=str(root), fix="pass an existing folder with --corpus DIR")
@@ -207,7 +207,7 @@ def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Do
                     src = d.source if "://" in d.source else f"{path}:{n}"
                     docs.append(d.model_copy(update={"id": f"{rel}:{d.id}", "source": src}))
             elif ext == ".pdf":
-                doc = read_pdf(path, max_pages=pdf_max_pages)
+                doc = read_pdf(path, max_pages=50)
                 docs.append(Document(id=rel, title=doc.title or path.stem, text=doc.text, source=str(path)))
                 if doc.partial:
                     warnings.append(f"{rel}: partial ({'; '.join(doc.warnings)})")
@@ -216,9 +216,12 @@ def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Do
     return docs, warnings
 
 
+_PASSAGE_WORDS = 300
+
+
 class BM25Index:
-    """BM25 (bm25s ``method="lucene"``, k1=1.5, b=0.75, English stopwords) over passages of at most ``passage_words``
-    words; a query returns the best passage per document by score, zero scores left out. Score of d for q::
+    """BM25 (bm25s ``method="lucene"``, k1=1.5, b=0.75, English stopwords) over passages of at most 300 words;
+    a query returns the best passage per document by score, zero scores left out. Score of d for q::
 
         sum_{t in q} ln(1 + (N - df_t + 0.5) / (df_t + 0.5)) * tf_td / (tf_td + k1 * (1 - b + b * |d| / avgdl))
 
@@ -227,7 +230,7 @@ class BM25Index:
 
     backend = "bm25"
 
-    def __init__(self, documents: Iterable[Any], *, passage_words: int = 300, warnings: list[str] | None = None):
+    def __init__(self, documents: Iterable[Any], *, warnings: list[str] | None = None):
         import bm25s
 
         self.documents = [_as_document(d, i) for i, d in enumerate(documents)]
@@ -235,8 +238,8 @@ class BM25Index:
         self.passages: list[tuple[int, str]] = []
         for di, d in enumerate(self.documents):
             words = d.text.split()
-            for start in range(0, max(len(words), 1), passage_words):
-                self.passages.append((di, " ".join(words[start : start + passage_words])))
+            for start in range(0, max(len(words), 1), _PASSAGE_WORDS):
+                self.passages.append((di, " ".join(words[start : start + _PASSAGE_WORDS])))
         self._retriever = None
         if self.passages:
             tokens = bm25s.tokenize([p for _, p in self.passages], stopwords="en", show_progress=False)
@@ -244,22 +247,18 @@ class BM25Index:
             self._retriever.index(tokens, show_progress=False)
 
     @classmethod
-    def from_folder(
-        cls, folder: str | Path, *, documents: Iterable[Any] = (), pdf_max_pages: int = 50, passage_words: int = 300
-    ) -> "BM25Index":
+    def from_folder(cls, folder: str | Path, *, documents: Iterable[Any] = ()) -> "BM25Index":
         """Index a corpus folder (:func:`load_corpus`) plus ``documents``.
 
         Args:
             folder: the corpus folder.
             documents: further documents to index.
-            pdf_max_pages: most pages read per PDF.
-            passage_words: words per indexed passage.
 
         Returns:
             The index.
         """
-        docs, warnings = load_corpus(folder, pdf_max_pages=pdf_max_pages)
-        return cls([*docs, *documents], passage_words=passage_words, warnings=warnings)
+        docs, warnings = load_corpus(folder)
+        return cls([*docs, *documents], warnings=warnings)
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -361,7 +360,7 @@ class SearchLimiter:
 
 
 SEARCH_LIMITER = SearchLimiter()
-"""The process's one limiter for online searches (shared by every WebSearch unless one is given)."""
+"""The process's one limiter for online searches, shared by every WebSearch."""
 
 _RETRY_AFTER = re.compile(r"retry[- _]after\D{0,3}(\d+(?:\.\d+)?)", re.I)
 
@@ -378,9 +377,10 @@ def retry_after_s(exc: BaseException) -> float | None:
 class WebSearch:
     """Web search with an online (ddgs) and an offline (bm25) backend.
 
-    ``corpus_dir``/``documents`` build the BM25 index on the first offline query; ``region``, ``safesearch``: ddgs
-    defaults; ``max_retries``/``backoff_s``: retries after a random 0..``backoff_s * 2**attempt`` s, or the longer
-    Retry-After (held for every search of the process); ``limiter``: default :data:`SEARCH_LIMITER`.
+    ``corpus_dir``/``documents`` build the BM25 index on the first offline query; ddgs searches region ``wt-wt``
+    unless told, safesearch moderate, 10 s timeout, paced by :data:`SEARCH_LIMITER`; ``max_retries``/``backoff_s``:
+    retries after a random 0..``backoff_s * 2**attempt`` s, or the longer Retry-After (held for every search of the
+    process).
     """
 
     def __init__(
@@ -389,18 +389,13 @@ class WebSearch:
         *,
         corpus_dir: str | Path | None = None,
         documents: Iterable[Any] | None = None,
-        region: str = "wt-wt",
-        safesearch: str = "moderate",
         max_retries: int = 3,
         backoff_s: float = 1.0,
-        ddgs_timeout_s: int = 10,
-        limiter: SearchLimiter | None = None,
     ):
         if backend not in ("auto", "ddgs", "bm25"):
             raise InputError(f"unknown search backend {backend!r}", what="search backend", fix="use auto, ddgs or bm25")
         self.backend, self.corpus_dir, self.documents = backend, corpus_dir, list(documents or [])
-        self.region, self.safesearch, self.ddgs_timeout_s = region, safesearch, ddgs_timeout_s
-        self.max_retries, self.backoff_s, self.limiter = max_retries, backoff_s, limiter
+        self.max_retries, self.backoff_s = max_retries, backoff_s
         self._index: BM25Index | None = None
         self._index_lock = threading.Lock()
 
@@ -463,7 +458,7 @@ class WebSearch:
             self._need_corpus(f"offline ({why}) and the ")
             return self._bm25(query, max_results, f"offline ({why}): answered by the local BM25 index")
         try:
-            return self._ddgs(query, max_results, region or self.region, timelimit)
+            return self._ddgs(query, max_results, region or "wt-wt", timelimit)
         except ToolError as e:
             if self.backend == "auto" and self.has_local_corpus:
                 return self._bm25(query, max_results, f"ddgs failed ({e}); answered by the local BM25 index")
@@ -486,13 +481,13 @@ class WebSearch:
         from ddgs import DDGS
         from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-        limiter = self.limiter or SEARCH_LIMITER
+        limiter = SEARCH_LIMITER
 
         def attempt() -> list[dict[str, Any]]:
             try:
                 with limiter.slot():
-                    return DDGS(timeout=self.ddgs_timeout_s).text(
-                        query, region=region, safesearch=self.safesearch, timelimit=timelimit, max_results=k
+                    return DDGS(timeout=10).text(
+                        query, region=region, safesearch="moderate", timelimit=timelimit, max_results=k
                     )
             except (RatelimitException, TimeoutException):
                 raise
