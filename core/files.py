@@ -19,11 +19,6 @@ from typing import BinaryIO, Iterator
 
 from .errors import InputError
 
-__all__ = ["PLAIN_NAME", "slug_name", "atomic_write_text", "disk_error", "is_disk_full"]
-__all__ += ["escape_control_chars", "json_loads_strict", "split_jsonl", "find_links", "link_error", "write_bytes_in"]
-__all__ += ["write_text_in", "read_bytes_in", "read_text_in", "open_append_in", "open_update_in", "replace_dir_in"]
-__all__ += ["lone_surrogate", "repair_deep"]
-
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 """A run id: letters, digits, ``.``, ``_``, ``-``; starts with a letter or digit; at most 200 characters."""
 

@@ -19,8 +19,6 @@ from .errors import InputError
 from .files import open_append_in
 from .secrets import SecretValues
 
-__all__ = ["get_logger", "log_traceback", "run_logging"]
-
 _sink: contextvars.ContextVar[Any] = contextvars.ContextVar("sgieval_run_log", default=None)
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-__all__ = ["ModelRef", "add_prefix", "known_prefixes", "same_model"]
-
 BUILTIN_PREFIXES: frozenset[str] = frozenset(
     """replay local openai openai-api
     azure_openai anthropic google_genai google_vertexai google_anthropic_vertex bedrock bedrock_converse cohere

@@ -18,8 +18,6 @@ from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["REPORT_MODULES", "call_in_worker", "submit_to_worker", "warm_worker", "worker_active"]
-
 T = TypeVar("T")
 
 #: What the report imports only to compute statistics and draw charts.

@@ -7,8 +7,6 @@ import hashlib
 import json
 from typing import Any, Sequence
 
-__all__ = ["PROMPT_HASH_CHARS", "prompt_hash", "prompt_record"]
-
 PROMPT_HASH_CHARS = 16
 """Hex characters of a prompt hash (the first 64 bits of its SHA-256)."""
 

@@ -20,9 +20,6 @@ import tenacity
 
 T = TypeVar("T")
 
-__all__ = ["Jitter", "OnRetry", "RetryPolicy", "RetriesExhausted", "aretry", "retry", "backoff_s", "retry_after_s"]
-
-
 Jitter = Literal["equal", "full"]
 
 

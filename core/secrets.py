@@ -10,8 +10,6 @@ import re
 from typing import Any, Iterable
 from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
-__all__ = ["KEY_ENV_VARIABLES", "SecretValues", "redact_url", "redact_secrets", "url_secrets"]
-
 _SECRET_PARAMS = re.compile(r"(?i)^(api[-_]?key|key|token|access[-_]?token|secret|password|auth|sig|signature)$")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 _BARE_KEY = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_-]{8,}")

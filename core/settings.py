@@ -21,8 +21,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from .errors import FieldProblem, problem_to_input_error
 from .secrets import redact_url
 
-__all__ = ["FieldProblem", "Settings", "current_settings", "load_settings", "use_settings"]
-
 OPENAI_TRANSPORTS = ("direct", "sdk")
 _ENDPOINT_VAR = re.compile(r"^[A-Z][A-Z0-9_]*_(BASE_URL|API_KEY)$")
 NETWORK_MODES = ("auto", "online", "offline")

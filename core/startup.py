@@ -17,8 +17,6 @@ from typing import Any, NoReturn
 
 from .store import sync_open_stores
 
-__all__ = ["ConsoleProcess", "exit_status"]
-
 YOUNG_THRESHOLD = 10_000
 """Allocations between young-generation collections once the pause ends (CPython's default: 700)."""
 

@@ -15,9 +15,6 @@ import platformdirs
 
 from .modelref import ModelRef
 
-__all__ = ["SAFE_SANDBOXES", "FLAGS", "live_models", "sensitive_settings", "fingerprint"]
-__all__ += ["run_fingerprint", "trust_file", "is_trusted", "is_own_run", "remember", "remember_run"]
-
 SAFE_SANDBOXES = ("auto", "bubblewrap", "bwrap")
 """Sandbox backends that run code on this machine, isolated (``auto`` picks E2B only with the user's own key)."""
 

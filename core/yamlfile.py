@@ -10,8 +10,6 @@ import yaml
 
 from .errors import InputError
 
-__all__ = ["MAX_YAML_BYTES", "load_yaml"]
-
 MAX_YAML_BYTES = 8 * 2**20
 """The largest YAML file sgieval reads (8 MiB; a rubric or a definition is a few KB)."""
 
