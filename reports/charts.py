@@ -83,11 +83,9 @@ def heatmap(
     values: list[list[float]],
     *,
     title: str,
-    vmin: float = 0.0,
-    vmax: float = 10.0,
     root: Path | None = None,
 ) -> Path:
-    """Annotated heatmap (rows x cols), e.g. model x rubric criterion (0-10).
+    """Annotated heatmap (rows x cols) on a 0-10 colour scale, e.g. model x rubric criterion.
 
     Args:
         path: the PNG file written.
@@ -95,8 +93,6 @@ def heatmap(
         cols: the column labels.
         values: one row of values per row label.
         title: the chart title.
-        vmin: the colour scale's low end.
-        vmax: its high end.
         root: a folder below which no link is followed when writing.
 
     Returns:
@@ -107,7 +103,7 @@ def heatmap(
 
     v = np.asarray(values, dtype=float)
     fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2.5, 0.6 * len(rows) + 1.8))
-    im = ax.imshow(v, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
+    im = ax.imshow(v, cmap="viridis", vmin=0.0, vmax=10.0, aspect="auto")
     ax.set_xticks(range(len(cols)), labels=cols, rotation=30, ha="right")
     ax.set_yticks(range(len(rows)), labels=rows)
     for r in range(len(rows)):

@@ -17,20 +17,6 @@ from .render import TEMPLATES, js_assign, jsonable, render_html
 
 PAGE_SIZE = 50  # rows per page of the item table
 
-NOT_APPLICABLE = "not_applicable"
-
-
-def score_status(s: Score) -> str:
-    """The status the viewer shows for ``s``: its ``status``, or :data:`NOT_APPLICABLE`.
-
-    Args:
-        s: a score.
-
-    Returns:
-        The status.
-    """
-    return NOT_APPLICABLE if not_applicable(s) else s.status
-
 
 def record_flags(rec: Response | Score) -> list[str]:
     """Flags of a response or score beyond its status.
@@ -244,9 +230,8 @@ def _records(
             metric_idx[s.metric] = len(metrics)
             metrics.append({"name": s.metric, "scale": "", "hib": True, "kind": ""})
         rows[row_of[key]][4].append(len(sc))
-        sc.append(
-            [row_of[key], metric_idx[s.metric], s.value, score_status(s), record_flags(s), s.judge, judge_panel(s)]
-        )
+        status = "not_applicable" if not_applicable(s) else s.status
+        sc.append([row_of[key], metric_idx[s.metric], s.value, status, record_flags(s), s.judge, judge_panel(s)])
         sc_text.append([s.rationale, [e.model_dump(mode="json") for e in s.evidence], s.error, s.details])
     seen = {row[0] for row in rows}  # items without any record still get a row: the table lists every item
     for n in range(len(items)):

@@ -37,12 +37,7 @@ def numbers_supported(narrative: str, tables_text: str, header_text: str = "") -
     present = NUMBER.findall(tables_text) + NUMBER.findall(header_text)
     exact = set(present)
     values = {v for v in (_as_float(x) for x in present) if v is not None}
-    out = []
-    for n in NUMBER.findall(narrative):
-        if n in exact or _as_float(n) in values:
-            continue
-        out.append(n)
-    return out
+    return [n for n in NUMBER.findall(narrative) if n not in exact and _as_float(n) not in values]
 
 
 NAME = re.compile(r"(?<![\w.:/-])[A-Za-z][\w.:/+-]*[\w+]|(?<![\w.:/-])[A-Za-z]\b")
@@ -62,15 +57,9 @@ def names_supported(narrative: str, allowed_text: str, known: Iterable[str] = ()
     inside a sentence, checked case-insensitively against ``allowed_text`` and ``known`` (a model also without its
     provider prefix); in narrative order without repeats, empty: the narrative passes."""
     words = {w.casefold() for w in NAME.findall(allowed_text)}
-    for k in known:
-        k = str(k)
-        words.add(k.casefold())
-        for part in re.split(r"[:/]", k):
-            if part:
-                words.add(part.casefold())
-        for cut in re.finditer(r"[:/]", k):  # without its provider prefix: "phi4:latest" of "replay:phi4:latest"
-            words.add(k[cut.end() :].casefold())
-        words.update(w.casefold() for w in NAME.findall(k))
+    for k in map(str, known):  # also without its provider prefix: "phi4:latest" of "replay:phi4:latest"
+        cuts = [k[cut.end() :] for cut in re.finditer(r"[:/]", k)]
+        words.update(w.casefold() for w in [k, *re.split(r"[:/]", k), *cuts, *NAME.findall(k)])
     out: list[str] = []
 
     def check(tok: str) -> None:

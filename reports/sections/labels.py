@@ -20,20 +20,20 @@ STAT_NAMES = {
 }
 
 
-def _num(v: float | None, digits: int = 2) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}"
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
 
 
-def _ci(s: Any, digits: int = 2) -> str:
+def _ci(s: Any) -> str:
     if s.value is None:
         return "undefined"
     if s.low is None:
-        return f"{_num(s.value, digits)} (no variation over {s.n} units: no interval)"
-    return f"{_num(s.value, digits)} ({_num(s.low, digits)} to {_num(s.high, digits)})"
+        return f"{_num(s.value)} (no variation over {s.n} units: no interval)"
+    return f"{_num(s.value)} ({_num(s.low)} to {_num(s.high)})"
 
 
-def _est(e: Any, digits: int = 2) -> str:
-    return "n/a" if e is None else f"{e.mean:.{digits}f} ({e.low:.{digits}f} to {e.high:.{digits}f})"
+def _est(e: Any) -> str:
+    return "n/a" if e is None else f"{e.mean:.2f} ({e.low:.2f} to {e.high:.2f})"
 
 
 def _headline(est: Any, who: str) -> str:

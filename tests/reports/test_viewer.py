@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from sgieval.cli import app
 from sgieval.core import GENERIC, Item, Response, RunStore, Score
-from sgieval.reports.viewer import build_viewer_data, judge_panel, record_flags, score_status, write_viewer
+from sgieval.reports.viewer import build_viewer_data, judge_panel, record_flags, write_viewer
 from sgieval.tests.browser import Chromium
 from sgieval.tests.served import free_port, serve_viewer
 
@@ -74,8 +74,9 @@ def test_flags_and_statuses():
         status="not_run",
         error="no accepted answers with a coherence_score",
     )
-    assert score_status(na) == "not_applicable"
-    assert score_status(Score(item_id="i", model="m", metric="j", status="not_run", error="no judge")) == "not_run"
+    no_judge = Score(item_id="i", model="m", metric="j", status="not_run", error="no judge")
+    index, _ = build_viewer_data([], [], [na, no_judge])
+    assert [s[3] for s in index["scores"]] == ["not_applicable", "not_run"]
 
 
 def test_viewer_data_rows_and_texts():
