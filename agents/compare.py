@@ -4,6 +4,7 @@ bootstrap CI of second minus first), and every model is ranked together on the s
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,13 +120,11 @@ def compare_runs(
     changes: list[Change] = []
     other: list[Change] = []
     for m in models_shared:  # the same model across runs
-        ks = seen[m]
-        for i_pos, i in enumerate(ks):
-            for j in ks[i_pos + 1 :]:
-                for name in [metric, *[x for x in shared_metrics if x != metric]]:
-                    va, vb = (values[k].get(m, {}).get(name, {}) for k in (i, j))
-                    c = _change(m, name, runs[i], runs[j], va, vb, n_resamples, seed)
-                    (changes if name == metric else other).append(c)
+        for i, j in itertools.combinations(seen[m], 2):
+            for name in [metric, *[x for x in shared_metrics if x != metric]]:
+                va, vb = (values[k].get(m, {}).get(name, {}) for k in (i, j))
+                c = _change(m, name, runs[i], runs[j], va, vb, n_resamples, seed)
+                (changes if name == metric else other).append(c)
     entries, ranking, pairs, groups = _joint_ranking(runs, seen, values, metric, hib, keep, n_resamples, seed)
     if any(len(ks) == 1 for _, m, ks in entries if len(seen[m]) > 1):
         notes.append(

@@ -188,13 +188,11 @@ async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict
         done = snap.created_at is not None and not snap.tasks
         if done and (snap.values.get("report") or snap.values.get("confirmed") is not True):
             return snap.values  # already complete (or declined at the confirmation): nothing to do
-        inp: Any = {} if snap.created_at is None else None
         pending = list(getattr(snap, "interrupts", ()) or ())
-        if snap.next and pending:
-            if confirm is None:
-                return {**snap.values, "__interrupt__": pending}
-            inp = Command(resume=bool(confirm(pending[0].value)))
-        result = await graph.ainvoke(inp, thread, context=rt)
+        if snap.next and pending:  # stopped at the confirmation: answered below
+            result = {**snap.values, "__interrupt__": pending}
+        else:
+            result = await graph.ainvoke({} if snap.created_at is None else None, thread, context=rt)
         while "__interrupt__" in result:
             if confirm is None:
                 return result
