@@ -56,11 +56,7 @@ def read_sqlite(path: str | Path) -> Iterator[Any]:
             shutil.copyfile(db, copy)
             shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
             uri = f"{copy.as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        try:
-            yield conn
-        finally:
-            conn.close()
+        yield stack.enter_context(contextlib.closing(sqlite3.connect(uri, uri=True, check_same_thread=False)))
 
 
 def check_state_file(path: str | Path) -> None:
