@@ -209,14 +209,13 @@ class BubblewrapSandbox(_BaseSandbox):
         limits: SandboxLimits | None = None,
         *,
         uids: range | list[int] | None = None,
-        bwrap: str | None = None,
         work_mb: int | None = None,
         python: str | None = None,
         **limit_kwargs: Any,
     ):
         super().__init__(limits, **limit_kwargs)
         self.uids = list(uids if uids is not None else DEFAULT_UIDS)
-        self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+        self.bwrap = shutil.which("bwrap") or "bwrap"
         self.python = python or _python()
         self.is_root = os.geteuid() == 0
         self.work_mb = int(work_mb if work_mb is not None else max(256, 4 * self.limits.max_file_mb))

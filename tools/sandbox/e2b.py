@@ -27,12 +27,10 @@ class E2BSandbox(_BaseSandbox):
         limits: SandboxLimits | None = None,
         *,
         api_key: str | None = None,
-        template: str | None = None,
         **limit_kwargs: Any,
     ):
         super().__init__(limits, **limit_kwargs)
         self.api_key = api_key or os.environ.get("E2B_API_KEY")
-        self.template = template
         if not self.api_key:
             raise SandboxUnavailableError(
                 "E2B_API_KEY is not set",
@@ -49,9 +47,7 @@ class E2BSandbox(_BaseSandbox):
 
         limit = self.limits.output_bytes
         try:
-            sbx = _E2B.create(
-                template=self.template, api_key=self.api_key, timeout=int(timeout_s * (1 + len(scripts))) + 30
-            )
+            sbx = _E2B.create(api_key=self.api_key, timeout=int(timeout_s * (1 + len(scripts))) + 30)
         except Exception as e:  # noqa: BLE001 - any SDK/network failure
             raise SandboxUnavailableError(
                 f"cannot create an E2B sandbox: {e}",
