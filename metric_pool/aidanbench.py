@@ -213,15 +213,13 @@ def pooled_values(
 ) -> list[float]:
     """The ``key`` values of the accepted records (D.6) of every list; ``first_answers`` False leaves out each list's
     first record (D.15)."""
-    out = []
-    for _t, recs in lists:
-        for k, r in enumerate(recs):
-            if (k == 0 and not first_answers) or r.get("stopping_condition") is not None:
-                continue
-            v = _num(r, key)
-            if v is not None:
-                out.append(v)
-    return out
+    accepted = (
+        r
+        for _t, recs in lists
+        for k, r in enumerate(recs)
+        if (k or first_answers) and r.get("stopping_condition") is None
+    )
+    return [v for v in (_num(r, key) for r in accepted) if v is not None]
 
 
 STOP_REASONS = {  # what the answer a ``stopping_condition`` rejected was

@@ -109,14 +109,10 @@ def disagreements(
     out = []
     for (item_id, model, criterion), label in _labels_by_unit(labels, rubric.name).items():
         score = by_unit.get((item_id, model))
-        if score is None:
-            continue
-        seen = _judge_view(score, rubric, criterion, judge)
-        if seen is None:
-            continue
-        out.append(
-            Disagreement(item_id, model, criterion, seen[0], seen[1], label, _rationale(score, criterion, judge))
-        )
+        seen = None if score is None else _judge_view(score, rubric, criterion, judge)
+        if score is not None and seen is not None:
+            why = _rationale(score, criterion, judge)
+            out.append(Disagreement(item_id, model, criterion, seen[0], seen[1], label, why))
     out.sort(key=lambda d: (-d.relative_gap, d.item_id, d.model, d.criterion or ""))
     return out
 

@@ -237,12 +237,8 @@ def unit_resamples(stat: Callable[[np.ndarray], float | None], n: int, *, n_resa
         The finite values of the statistic, in resample order.
     """
     rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n_resamples):
-        v = stat(rng.integers(0, n, size=n))
-        if v is not None and math.isfinite(v):
-            out.append(float(v))
-    return out
+    drawn = (stat(rng.integers(0, n, size=n)) for _ in range(n_resamples))
+    return [float(v) for v in drawn if v is not None and math.isfinite(v)]
 
 
 def z_quantile(alpha: float) -> float:
