@@ -224,8 +224,37 @@ def _check_nonempty(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) ->
         )
 
 
-def _with_gap(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...], errors: list[str]) -> tuple[float, list[str]]:
-    """(PA, errors) with the |len gt - len pred| unmatched steps added as errors."""
+def _matching(errs: list[list[str | None]]) -> list[tuple[int, int]]:
+    """(row, column) pairs of the matching with the fewest errors (Hungarian algorithm, ties positional)."""
+    if len(errs) == 1:
+        return [(0, 0)]
+    from scipy.optimize import linear_sum_assignment  # scipy: loaded on first use, not at start-up
+
+    cost = [[(e is not None) + (1e-6 if r != c else 0.0) for c, e in enumerate(row)] for r, row in enumerate(errs)]
+    return list(zip(*linear_sum_assignment(cost)))
+
+
+def _accuracy(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...], perm: bool) -> tuple[float, list[str]]:
+    """(PA, errors): each aligned step alone, or (``perm``) each reference group's steps matched by
+    :func:`_matching`; the |len gt - len pred| unmatched steps are errors too."""
+    _check_nonempty(gt_steps, pred_steps)
+    gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
+    m = min(len(gt_steps), len(pred_steps))
+    mapping: dict[str, str] = {}
+    errors: list[str] = []
+    for a, b in independent_groups(gt_steps) if perm else [(i, i + 1) for i in range(m)]:
+        idx = list(range(a, min(b, m)))
+        if not idx:
+            break
+        errs = [[step_error(gt_steps[r], pred_steps[c], gen_gt, gen_pred, mapping) for c in idx] for r in idx]
+        updates = {}
+        for r, c in _matching(errs):
+            if errs[r][c] is None:
+                updates[pred_steps[idx[c]].output] = gt_steps[idx[r]].output
+            else:
+                at = f" (matched to predicted step {idx[c] + 1})" if perm else ""
+                errors.append(f"step {idx[r] + 1}{at}: {errs[r][c]}")
+        mapping.update(updates)
     gap = abs(len(gt_steps) - len(pred_steps))
     n_err = len(errors) + gap
     if gap:
@@ -237,46 +266,13 @@ def parameter_accuracy(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...])
     """Parameter accuracy PA (A.4), 0-1, positional: at most one error per aligned step (:func:`step_error`), plus |len
     gt - len pred|; PA = 1 - errors / max(len gt, len pred). Returns (PA, error messages); ValueError when both have 0
     steps (D.2)."""
-    _check_nonempty(gt_steps, pred_steps)
-    gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
-    mapping: dict[str, str] = {}
-    errors: list[str] = []
-    for i in range(min(len(gt_steps), len(pred_steps))):
-        err = step_error(gt_steps[i], pred_steps[i], gen_gt, gen_pred, mapping)
-        if err is None:
-            mapping[pred_steps[i].output] = gt_steps[i].output
-        else:
-            errors.append(f"step {i + 1}: {err}")
-    return _with_gap(gt_steps, pred_steps, errors)
+    return _accuracy(gt_steps, pred_steps, perm=False)
 
 
 def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, list[str]]:
     """Permutation-equivalent PA (the paper's reading, C.2): inside each reference group the steps are matched to
     minimise errors (Hungarian algorithm, ties positional), else as :func:`parameter_accuracy`."""
-    from scipy.optimize import linear_sum_assignment  # scipy: loaded on first use, not at start-up
-
-    _check_nonempty(gt_steps, pred_steps)
-    gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
-    m = min(len(gt_steps), len(pred_steps))
-    mapping: dict[str, str] = {}
-    errors: list[str] = []
-    for a, b in independent_groups(gt_steps):
-        b = min(b, m)
-        if a >= b:
-            break
-        idx = list(range(a, b))
-        errs = [[step_error(gt_steps[r], pred_steps[c], gen_gt, gen_pred, mapping) for c in idx] for r in idx]
-        cost = [[(e is not None) + (1e-6 if r != c else 0.0) for c, e in enumerate(row)] for r, row in enumerate(errs)]
-        rows, cols = linear_sum_assignment(cost)
-        updates = {}
-        for r, c in zip(rows, cols):
-            err = errs[r][c]
-            if err is None:
-                updates[pred_steps[idx[c]].output] = gt_steps[idx[r]].output
-            else:
-                errors.append(f"step {idx[r] + 1} (matched to predicted step {idx[c] + 1}): {err}")
-        mapping.update(updates)
-    return _with_gap(gt_steps, pred_steps, errors)
+    return _accuracy(gt_steps, pred_steps, perm=True)
 
 
 def _norm_action(a: str) -> str:
