@@ -34,13 +34,12 @@ def focus_narrative(
     focus: str,
     scope: str,
     n_items: int,
-    groups: list[list[ModelStat]] | None = None,
-    pairs: list[dict[str, Any]] | None = None,
+    groups: list[list[ModelStat]],
+    pairs: list[dict[str, Any]],
 ) -> str:
     """The absolute answer about ``focus``: its mean (95% CI) and total on ``spec``, its rank among the other models
     (shared by ``groups``) and the leader, and whether ``pairs``' tests separate it from its neighbours (p < 0.05)."""
     ranked = [s for s in ranking if s.summary is not None]
-    groups = groups if groups is not None else [[s] for s in ranked]
     me = next((s for s in ranked if s.model == focus), None)
     q = _q(request)
     if me is None:
@@ -77,8 +76,8 @@ def focus_narrative(
         )
     )
     parts, separated = [], []
-    for pr, side in [(p, "just above") for p in pairs or [] if p.get("b") == focus] + [
-        (p, "just below") for p in pairs or [] if p.get("a") == focus
+    for pr, side in [(p, "just above") for p in pairs if p.get("b") == focus] + [
+        (p, "just below") for p in pairs if p.get("a") == focus
     ]:
         other = pr["a"] if side == "just above" else pr["b"]
         if pr.get("p") is None:
@@ -173,10 +172,10 @@ def verdict_sentence(
     spec: MetricSpec,
     n_items: int,
     scope: str,
-    groups: list[list[ModelStat]] | None = None,
-    cov: Coverage | None = None,
-    focus: str | None = None,
-    pairs: list[dict[str, Any]] | None = None,
+    groups: list[list[ModelStat]],
+    cov: Coverage | None,
+    focus: str | None,
+    pairs: list[dict[str, Any]],
     leader_tests: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """The Answer's fixed first item: the winner, the tie or no established winner, the scope, the metric and
@@ -187,7 +186,6 @@ def verdict_sentence(
     sentence names the models it is not separated from (or not tested against, with why).  ``cov`` says which items
     are compared when the models' item sets differ."""
     ranked = [s for s in ranking if s.summary is not None]
-    groups = groups if groups is not None else [[s] for s in ranked]
     q = _q(request)
     if not ranked:
         return f"{q}No target model has a valid {spec.name} score on the {n_items} selected items; see Failures."
@@ -212,8 +210,8 @@ def verdict_sentence(
         if best.corpus  # e.g. a mean pooled over answers, or kappa: not a mean per item
         else f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}"
     )
-    head = _first_place(groups, pairs or [], leader_tests, spec, f"{count_phrase(best.stats.n)}{where}", value)
-    return f"{q}{head} " + separated_order(groups, pairs or [], spec.higher_is_better)
+    head = _first_place(groups, pairs, leader_tests, spec, f"{count_phrase(best.stats.n)}{where}", value)
+    return f"{q}{head} " + separated_order(groups, pairs, spec.higher_is_better)
 
 
 def _where_text(best: ModelStat, scope: str, cov: Coverage | None, n_items: int) -> str:
