@@ -133,10 +133,8 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
     """Run or (``resume``) continue ``config``'s run in ``run_dir``; a folder it made is removed on failure if empty."""
     from ..graphs import check_request_models, make_runtime
 
-    try:  # an --into under --dry-run reads the run folder only: nothing in it is made or changed
+    with exit_on_error():  # an --into under --dry-run reads the run folder only: nothing in it is made or changed
         rt = make_runtime(config, run_dir=run_dir, read_only=kind == "into" and config.dry_run)
-    except SgievalError as e:
-        fail(e)
     rt.argv, rt.invocation_kind = list(sys.argv[1:]), kind
     ref = resume_ref(rt.store.root, config.run_id)
     for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
