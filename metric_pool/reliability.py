@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -225,13 +225,6 @@ class Reliability:
         return f"{head}{ci}: {judgement}."
 
 
-def _level(spec: MetricSpec | None, values: Iterable[float]) -> str:
-    vals = list(values)
-    if spec is not None and spec.range == (0.0, 1.0) and set(vals) <= {0.0, 1.0}:
-        return "nominal"
-    return "interval"
-
-
 def _order(means: dict[str, float], higher_is_better: bool) -> list[str]:
     return sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
 
@@ -357,7 +350,8 @@ def reliability(
         return None
     keys = sorted(units)
     m = np.array([[units[k].get(j, np.nan) for k in keys] for j in judges], dtype=float)
-    level = _level(spec, m[~np.isnan(m)])
+    binary = spec is not None and spec.range == (0.0, 1.0) and set(m[~np.isnan(m)].tolist()) <= {0.0, 1.0}
+    level = "nominal" if binary else "interval"
     a = alpha(m, level)
     ci = alpha_ci(m, level, n_resamples=n_resamples, seed=seed) if a is not None else (math.nan, math.nan)
     hib = spec.higher_is_better if spec is not None else True
