@@ -119,12 +119,11 @@ def pack_models(models: Sequence[NamedModel]) -> list[dict[str, Any]]:
     Returns:
         One dict per model.
     """
-    out = []
-    for m in models:
-        d = {k: getattr(m, k) for k in ("name", "role", "replay", "provider", "smoke_test", "params")}
-        d["chat"] = _portable_chat(m.chat) if m.chat is not None else None
-        out.append(d)
-    return out
+    keys = ("name", "role", "replay", "provider", "smoke_test", "params")
+    return [
+        {**{k: getattr(m, k) for k in keys}, "chat": _portable_chat(m.chat) if m.chat is not None else None}
+        for m in models
+    ]
 
 
 def unpack_models(packed: Sequence[dict[str, Any]]) -> list[NamedModel]:

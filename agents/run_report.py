@@ -138,7 +138,7 @@ def _header(
     sources = "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if b in used) or "n/a"
     skipped = [f"{b}: {f}" for b, files in rt.catalog.skipped.items() if b in used for f in files]
     kind, note = (sel.question_kind, sel.kind_note) if sel.question_kind else classify(rt.config.request, targets)
-    header = {
+    return {
         "run_id": rt.config.run_id,
         "request": rt.config.request,
         "selection_reason": sel.reason,
@@ -171,7 +171,6 @@ def _header(
             **({"until settled": extra["until settled"]} if extra["until settled"] else {}),
         },
     }
-    return header
 
 
 def _run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
