@@ -140,16 +140,11 @@ EXPERIMENTAL_REASONING_INSTRUCTIONS = (
 """Placed before the question (METRICS.md A.5 "Prompt")."""
 
 
-def option_label(i: int) -> str:
-    """Letter of the 0-based option index ``i`` (A.5)."""
-    return chr(ord("A") + i)
-
-
 def experimental_reasoning_prompt(question: str, options: list[str]) -> str:
     """The instruction, ``Question:`` and ``Options:`` with one "A. ..." line per option (METRICS.md A.5); the images,
     in ``Item.metadata["images"]``, are sent before this text."""
     lines = [EXPERIMENTAL_REASONING_INSTRUCTIONS, "", "Question:", question, "", "Options:"]
-    lines += [f"{option_label(i)}. {opt}" for i, opt in enumerate(options)]
+    lines += [f"{chr(ord('A') + i)}. {opt}" for i, opt in enumerate(options)]  # A.5: option i is letter chr(65 + i)
     return "\n".join(lines) + "\n"
 
 

@@ -56,16 +56,12 @@ def _likert(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("is a boolean")
     if isinstance(value, int):
-        v = value
-    elif isinstance(value, float):
-        if not value.is_integer():
-            raise ValueError("is not an integer")
-        v = int(value)
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0+)?\s*", value):
-        v = int(float(value))
-    else:
-        raise ValueError("is not an integer")
-    return v
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0+)?\s*", value):
+        return int(float(value))
+    raise ValueError("is not an integer")
 
 
 def _claim(where: str, rec: dict) -> tuple[str, dict[str, Any], int, str]:
@@ -142,10 +138,8 @@ def load_sfbench(path: str | Path) -> list[Item]:
 
 def load_sfbench_folder(folder: str | Path) -> list[Item]:
     """Every claim of the ``.json``/``.jsonl`` files of ``folder``, sorted by name."""
-    items: list[Item] = []
-    for f in sorted(p for p in Path(folder).iterdir() if p.suffix in (".json", ".jsonl")):
-        items += load_sfbench(f)
-    return items
+    files = sorted(p for p in Path(folder).iterdir() if p.suffix in (".json", ".jsonl"))
+    return [item for f in files for item in load_sfbench(f)]
 
 
 DEFINITION = Benchmark(
