@@ -3,6 +3,7 @@ success, 1 internal failure, 2 bad input, 3 stopped at the metric confirmation).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import traceback
 from pathlib import Path
@@ -45,14 +46,12 @@ def _last_resort(e: BaseException) -> int:
         return e.exit_code
     first = str(e).splitlines()[0] if str(e) else ""
     where = ""
-    try:
+    with contextlib.suppress(OSError):
         log = Path(platformdirs.user_log_dir("sgieval")) / "last-error.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         text = redact_secrets("".join(traceback.format_exception(type(e), e, e.__traceback__)))
         log.write_text(text, encoding="utf-8")
         where = f" (the full traceback is in {log})"
-    except OSError:
-        pass
     msg = f"unexpected {type(e).__name__}: {first}{where}"
     err.print(f"[bold red]error:[/] {safe(msg)}", highlight=False, soft_wrap=True)
     return 1

@@ -121,9 +121,8 @@ def _serve(
     if open_browser:
         webbrowser.open(server.url)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        with contextlib.suppress(KeyboardInterrupt):
+            server.serve_forever()
     finally:
         server.close()
 

@@ -340,9 +340,7 @@ class Follow:
         elif word == "nostart":
             self.nostart = rest.partition(" ")[2] or rest
         elif word == "files":
-            try:
+            with contextlib.suppress(ValueError):
                 got = json.loads(rest)
                 if isinstance(got, dict):
                     self.files.update({str(k): str(v) for k, v in got.items()})
-            except ValueError:
-                pass
