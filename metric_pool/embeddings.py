@@ -181,11 +181,6 @@ class Embedder:
 
     CHUNK_TOKENS = 250  # MiniLM reads 256 tokens including [CLS] and [SEP]
 
-    def token_counts(self, texts: list[str]) -> list[int]:
-        """Word pieces of each text without special tokens (MiniLM's tokenizer)."""
-        tok = self._load().tokenizer
-        return [len(ids) for ids in tok(list(texts), add_special_tokens=False)["input_ids"]]
-
     def _chunks(self, texts: list[str]) -> tuple[list[str], list[int]]:
         """(pieces of at most :attr:`CHUNK_TOKENS` word pieces, cut at token boundaries; the text of each piece)."""
         model = self._load()

@@ -74,12 +74,6 @@ def format_reward(item: Item, response: Response) -> int | None:
     return int(closed and bool(found) and bool(found[-1].strip()))
 
 
-def innovation(similarities: list[float]) -> tuple[float, float]:
-    """(S_avg, S_inn) of the cosine similarities of the works found (E.2, E.3)."""
-    s_avg = float(sum(similarities) / len(similarities))
-    return s_avg, float(min(10.0, max(0.0, 10.0 * (1.0 - s_avg))))
-
-
 LITERATURE = (
     r"(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
     r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)"
@@ -208,7 +202,8 @@ class RetrievalNoveltyMetric(Metric):
             )
         for w, s in zip(evidence["works"], sims):
             w["similarity"] = round(s, 6)
-        s_avg, s_inn = innovation(sims)
+        s_avg = sum(sims) / len(sims)  # E.2, E.3
+        s_inn = min(10.0, max(0.0, 10.0 * (1.0 - s_avg)))
         r_nov = 1.0 if s_inn > self.tau else 0.0
         r_fmt = format_reward(item, response)
         found = f"{len(hits)} of {self.n} works found" if len(hits) < self.n else f"{len(hits)} works"
