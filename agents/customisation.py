@@ -92,13 +92,8 @@ _NOT_QUALITIES = set(
 
 def unrecognised_qualities(request: str) -> list[str]:
     """Words asked as "most X"/"least X" that the quality vocabulary does not know ("most honest" -> ["honest"])."""
-    out = []
-    for m in _ASKED_QUALITY.finditer(request or ""):
-        w = m.group(1).lower()
-        if w in _NOT_QUALITIES or detect_qualities(f"{w} {m.group(2) or ''}") or w in out:
-            continue
-        out.append(w)
-    return out
+    asked = [(m.group(1).lower(), m.group(2) or "") for m in _ASKED_QUALITY.finditer(request or "")]
+    return list(dict.fromkeys(w for w, nxt in asked if w not in _NOT_QUALITIES and not detect_qualities(f"{w} {nxt}")))
 
 
 def registered_offers(
@@ -391,9 +386,8 @@ def _agent_plan(
     fallback = base.primary if base.primary in names else (custom[0].name if custom else base.primary)
     primary = p.primary if p.primary in names else fallback
     qualities = p.qualities or base.qualities
-    for entry, _m in chosen:
-        if entry.name not in base.added:
-            qualities = list(dict.fromkeys([*qualities, *entry.qualities]))
+    if new := [e for e, _m in chosen if e.name not in base.added]:  # the qualities the metrics it adds measure
+        qualities = list(dict.fromkeys([*qualities, *(q for e in new for q in e.qualities)]))
     offered_keys = {e.key for e, _m in offered}
     keys = [*(k for k in base.metrics if k not in offered_keys), *(e.key for e, _m in added_metrics)]
     plan = MetricPlan(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from pydantic import ValidationError
@@ -147,7 +148,7 @@ async def estimate_run(
 @dataclasses.dataclass
 class _Rehearsed:
     open_creativity: bool = False
-    not_run: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    not_run: dict[str, Counter[str]] = dataclasses.field(default_factory=dict)
     unrehearsed: dict[str, set[str]] = dataclasses.field(default_factory=dict)
 
 
@@ -167,9 +168,7 @@ async def _rehearse(
                 if resp is None:
                     resp = await infer(i, live[t.name], ctx)
                     if resp.status == "not_run":
-                        reasons = out.not_run.setdefault(t.name, {})
-                        reason = resp.error or "not run"
-                        reasons[reason] = reasons.get(reason, 0) + 1
+                        out.not_run.setdefault(t.name, Counter())[resp.error or "not run"] += 1
                         continue
                     out.open_creativity = out.open_creativity or i.task == OPEN_CREATIVITY
                     if not resp.ok:

@@ -82,7 +82,7 @@ def _ext_checker(refused: list[str]):
     def check(code: int, data: bytes) -> None:
         inner = ormsgpack.unpackb(data, ext_hook=check, option=ormsgpack.OPT_NON_STR_KEYS)
         if code == _EXT_DELTA:
-            return None
+            return
         seq = inner if isinstance(inner, (list, tuple)) else ()
         ref = (seq[0], seq[1]) if len(seq) >= 2 else None
         if code in _EXT_CONSTRUCTORS or code in _EXT_PYDANTIC:
@@ -96,7 +96,6 @@ def _ext_checker(refused: list[str]):
             refused.append(f"a value of msgpack extension type {code}")
         if refused:
             raise _Refused(refused[0])
-        return None
 
     return check
 
