@@ -11,16 +11,16 @@ def lazy_exports(package: str, public: dict[str, str]) -> Callable[[str], Any]:
 
     Args:
         package: the folder's package name.
-        public: name -> module of the folder.
+        public: name -> module of the folder (``"module:attribute"`` when the module calls it otherwise).
 
     Returns:
         The ``__getattr__`` (AttributeError for a name not in ``public``).
     """
 
     def __getattr__(name: str) -> Any:
-        module = public.get(name)
-        if module is None:
+        if name not in public:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(f"{package}.{module}"), name)
+        module, _, attribute = public[name].partition(":")
+        return getattr(importlib.import_module(f"{package}.{module}"), attribute or name)
 
     return __getattr__
