@@ -82,13 +82,11 @@ class Catalog:
             The matching items, most word hits first.
         """
         words = [w for w in re.findall(r"\w+", text.lower()) if len(w) > 2]
-        scored = []
-        for i in self.items if items is None else items:
-            p = i.prompt.lower()
-            hits = sum(p.count(w) for w in words)
-            if words and all(w in p for w in words):
-                scored.append((-hits, i.id, i))
-        return [i for _, _, i in sorted(scored)[:limit]]
+        found = [
+            i for i in (self.items if items is None else items) if words and all(w in i.prompt.lower() for w in words)
+        ]
+        found.sort(key=lambda i: (-sum(i.prompt.lower().count(w) for w in words), i.id))
+        return found[:limit]
 
     def sample(self, items: list[Item], k: int | None, seed: int = 0) -> list[Item]:
         """``k`` items stratified by (discipline, task), deterministic for a seed: proportional allocation (largest

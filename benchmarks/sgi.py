@@ -99,7 +99,7 @@ def to_png_base64(image: Any) -> str:
     if isinstance(image, str):
         s = image.strip()
         if s.startswith("data:"):
-            s = s.split(",", 1)[1] if "," in s else ""
+            s = s.partition(",")[2]
         try:
             raw = base64.b64decode(s, validate=True)
         except (binascii.Error, ValueError) as e:
@@ -271,8 +271,6 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
     elif isinstance(rec, IdeaGenerationRecord):
         prompt = prompts.idea_generation_prompt(rec.question)
         reference = {k: getattr(rec, k) for k in IDEA_REFERENCE}
-        reference["keywords"] = list(rec.keywords)
-        reference["implementation_order"] = list(rec.implementation_order)
     elif isinstance(rec, DryExperimentRecord):
         prompt = prompts.dry_experiment_prompt(rec.question)
         reference = {

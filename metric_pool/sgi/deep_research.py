@@ -121,9 +121,8 @@ async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tu
     except ModelCallError as e:
         ev["error"] = f"answer parser failed, extracted answer used instead: {e.message}"
         return extracted, ev
-    raw = message_text(out)
-    ev["raw"] = raw
-    return raw, ev
+    ev["raw"] = message_text(out)
+    return ev["raw"], ev
 
 
 @metric(EM, EM_NORMALISED, scope=BENCHMARK)
