@@ -25,10 +25,18 @@ class Summary:
     note: str = ""
 
 
-def _bootstrap_ci(data: tuple, statistic: Callable, confidence: float, n_resamples: int, seed: int, **kw: Any):
-    """(low, high, percentile used): ``scipy.stats.bootstrap`` BCa, percentile when BCa is NaN."""
+def _bootstrap_ci(
+    v: np.ndarray, data: tuple, statistic: Callable, confidence: float, n_resamples: int, seed: int, **kw: Any
+) -> tuple[float, float, str]:
+    """(low, high, kind) of the CI of ``statistic`` over ``v``: ``"none"`` (fewer than 2 values: NaN),
+    ``"degenerate"`` (all equal: zero width at the mean), else ``scipy.stats.bootstrap`` BCa (``"bca"``), percentile
+    (``"percentile"``) when BCa is NaN."""
     from scipy import stats
 
+    if v.size < 2:
+        return math.nan, math.nan, "none"
+    if np.all(v == v[0]):
+        return float(v.mean()), float(v.mean()), "degenerate"
     for method in ("BCa", "percentile"):
         ci = stats.bootstrap(
             data,
@@ -42,7 +50,7 @@ def _bootstrap_ci(data: tuple, statistic: Callable, confidence: float, n_resampl
         lo, hi = float(ci.low), float(ci.high)
         if not (math.isnan(lo) or math.isnan(hi)):
             break
-    return lo, hi, method == "percentile"
+    return lo, hi, method.lower()
 
 
 def summarize(
@@ -72,7 +80,6 @@ def summarize(
     if x.size == 0:
         raise ValueError("summarize() needs at least one value")
     mean = float(x.mean())
-    method, note = "bca", ""
     if np.all((x == 0) | (x == 1)) if binary is None else binary:
         k = int(x.sum())
         # Wilson 1927: center (p + z²/2n)/(1 + z²/n), half-width z/(1 + z²/n)·sqrt(p(1-p)/n + z²/4n²)
@@ -81,17 +88,13 @@ def summarize(
         ci = stats.binomtest(k, int(x.size)).proportion_ci(confidence_level=confidence, method="wilson")
         lo, hi = float(ci.low), float(ci.high)
         method, note = "wilson", f"Wilson score interval for {k} of {x.size} (a 0/1 metric)"
-    elif x.size < 2:
-        lo = hi = math.nan
-        method, note = "none", "no CI: fewer than 2 items"
-    elif np.all(x == x[0]):
-        lo = hi = mean
-        method = "degenerate"
-        note = f"zero-width interval: all {x.size} values equal {x[0]:g}, so every bootstrap resample does"
     else:
-        lo, hi, pct = _bootstrap_ci((x,), np.mean, confidence, n_resamples, seed)
-        if pct:
-            method, note = "percentile", "percentile bootstrap: the BCa interval is undefined for these values"
+        lo, hi, method = _bootstrap_ci(x, (x,), np.mean, confidence, n_resamples, seed)
+        note = {
+            "none": "no CI: fewer than 2 items",
+            "degenerate": f"zero-width interval: all {x.size} values equal {x[0]:g}, so every bootstrap resample does",
+            "percentile": "percentile bootstrap: the BCa interval is undefined for these values",
+        }.get(method, "")
     return Summary(int(x.size), mean, float(x.sum()), float(x.std()), lo, hi, method, note)
 
 
@@ -153,20 +156,13 @@ def paired_test(
     n = len(keys)
     mean_diff = float(d.mean())
     rng = np.random.default_rng(seed)
-    ci_note = ""
-    if n < 2:
-        lo = hi = math.nan
-        ci_note = "no CI: fewer than 2 common items"
-    elif np.all(d == d[0]):
-        lo = hi = mean_diff
-        ci_note = (
-            f"zero-width interval: the difference is {d[0]:g} on all {n} common items, so every bootstrap "
-            "resample gives it"
-        )
-    else:
-        lo, hi, pct = _bootstrap_ci((x, y), _mean_diff, confidence, n_resamples, seed, paired=True, vectorized=True)
-        if pct:
-            ci_note = "percentile bootstrap: the BCa interval is undefined for these differences"
+    lo, hi, kind = _bootstrap_ci(d, (x, y), _mean_diff, confidence, n_resamples, seed, paired=True, vectorized=True)
+    ci_note = {
+        "none": "no CI: fewer than 2 common items",
+        "degenerate": f"zero-width interval: the difference is {d[0]:g} on all {n} common items, so every bootstrap "
+        "resample gives it",
+        "percentile": "percentile bootstrap: the BCa interval is undefined for these differences",
+    }.get(kind, "")
     if np.all(d == 0) or n == 1:  # one item: flips {+d, -d}, two-sided 2 * 1/2 = 1
         p = 1.0
     elif method == "permutation":
