@@ -178,30 +178,6 @@ def price_source(model: str, prices: Mapping[str, tuple[float, float]] | None = 
     return None
 
 
-def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
-    """The list price of ``model``.
-
-    Args:
-        model: a model string or a bare name.
-        prices: a user price table (default: the process-wide one).
-
-    Returns:
-        (USD per 1M input tokens, USD per 1M output tokens), first-tier and uncached; None when unknown.
-    """
-    own = _own_price(model, prices)
-    if own is not None:
-        return own
-    listed = _listed(model)
-    if listed is None:
-        return None
-    mp = _calc(*listed, {"input": 1, "output": 1}).model_price
-
-    def base(v: Any) -> float:
-        return float(getattr(v, "base", v) or 0)
-
-    return base(getattr(mp, "input_mtok", 0)), base(getattr(mp, "output_mtok", 0))
-
-
 BATCH_DISCOUNT = 0.5
 """The share of the list (or user) price a batch call costs where genai-prices lists no batch price: 50%, the
 published rate of OpenAI's Batch API (platform.openai.com/docs/guides/batch) and Anthropic's Message Batches."""
@@ -475,7 +451,7 @@ class Ledger:
                     "budget_usd": self.budget_usd,
                     "model": model,
                     "role": role,
-                    "calls": sum(1 for r in self.records if not r.cached),
+                    "calls": self.calls_made,
                 }
         raise BudgetExceeded(self._spent, self.budget_usd, model=model, role=role)
 

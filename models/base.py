@@ -53,6 +53,4 @@ def repeat_of(model: NamedModel, index: int) -> NamedModel:
     Returns:
         The model for that draw.
     """
-    if index == 0:
-        return model
-    return replace(model, repeat=index)
+    return model if index == 0 else replace(model, repeat=index)

@@ -190,16 +190,15 @@ class ChatAnthropicBatch(BaseChatModel):
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """This model with ``tools`` bound as Anthropic tools; ``tool_choice``: a name, "any"/True/"required",
         "auto", or None."""
-        formatted = []
-        for t in tools:
-            fn = convert_to_openai_tool(t)["function"]
-            formatted.append(
-                {
-                    "name": fn["name"],
-                    "description": fn.get("description", ""),
-                    "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
-                }
-            )
+        fns = [convert_to_openai_tool(t)["function"] for t in tools]
+        formatted = [
+            {
+                "name": fn["name"],
+                "description": fn.get("description", ""),
+                "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
+            }
+            for fn in fns
+        ]
         names = [t["name"] for t in formatted]
         if tool_choice:
             if tool_choice is True or tool_choice in ("any", "required"):
@@ -280,8 +279,7 @@ def batch_model(model: NamedModel, *, settings: Any = None) -> NamedModel:
             "max_tokens": getattr(chat, "max_tokens", None),
             "reasoning_effort": getattr(chat, "reasoning_effort", None),
         }
-        rebuilt = BatchChatOpenAI(**same)
-        return dataclasses.replace(model, chat=rebuilt)
+        return dataclasses.replace(model, chat=BatchChatOpenAI(**same))
     if provider == "local":
         raise refuse_batch(model.name, "the embedded model runs on this machine and has no batch API")
     raise refuse_batch(
@@ -296,9 +294,9 @@ def anthropic_batch_model(ref: ModelRef, role: Any, *, temperature: float | None
     if not key:
         raise InputError("no ANTHROPIC_API_KEY set", what=ref.spec, fix="export ANTHROPIC_API_KEY=<your key>")
     url = settings.env_value("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE
-    sent: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
+    params = {"temperature": temperature} if temperature is not None else {}
     chat = ChatAnthropicBatch(model=ref.name, api_key=key, base_url=url, temperature=temperature)
-    return NamedModel(name=ref.spec, role=role, chat=chat, provider="anthropic", params=dict(sent), ref=ref)
+    return NamedModel(name=ref.spec, role=role, chat=chat, provider="anthropic", params=params, ref=ref)
 
 
 def check_batch_models(models: Sequence[NamedModel]) -> None:

@@ -104,14 +104,6 @@ def model_params(model: NamedModel) -> dict[str, Any]:
     memo = model.__dict__.get("_sgieval_key_params")
     if memo is not None and memo[0] is model.chat and memo[1] == model.params and memo[2] == dropped:
         return memo[3]
-    plain = _model_params(model)
-    if repeat:
-        plain = {**plain, "repeat": int(repeat)}
-    model.__dict__["_sgieval_key_params"] = (model.chat, dict(model.params), dict(dropped), plain)
-    return plain
-
-
-def _model_params(model: NamedModel) -> dict[str, Any]:
     out: dict[str, Any] = {}
     chat = model.chat
     for obj in (getattr(chat, "bound", None), chat):
@@ -131,8 +123,11 @@ def _model_params(model: NamedModel) -> dict[str, Any]:
     if isinstance(kwargs, dict):
         out["bound"] = kwargs
     out.update(model.params)
+    if repeat:
+        out["repeat"] = int(repeat)
     plain = _plain(out)
-    return plain if isinstance(plain, dict) else {}
+    model.__dict__["_sgieval_key_params"] = (model.chat, dict(model.params), dict(dropped), plain)
+    return plain
 
 
 def _message_payload(messages: Sequence[BaseMessage] | str) -> Any:
@@ -243,15 +238,12 @@ class CallCache:
         """The stored reply for ``key`` (a fresh message) or None (also for an entry that does not decode)."""
         with self._cond:
             row = self._pending.get(key) or self._writing.get(key)
-        if row is not None:
-            blob = row[1]
-        else:
-            found = self._read("SELECT reply FROM calls WHERE key = ?", (key,))
-            if found is None:
+        if row is None:
+            row = self._read("SELECT model, reply FROM calls WHERE key = ?", (key,))
+            if row is None:
                 return None
-            blob = found[0]
         try:
-            return messages_from_dict([json.loads(blob)])[0]
+            return messages_from_dict([json.loads(row[1])])[0]
         except (ValueError, TypeError, KeyError, RecursionError):  # one damaged entry: a miss
             return None
 

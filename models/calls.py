@@ -73,9 +73,7 @@ def credentials_error(model: NamedModel, status: int | None) -> CredentialsError
     ref = model.ref
     prefix = (ref.provider if ref is not None else "") or model.provider
     var = (ref.key_var if ref is not None else None) or f"{prefix.upper()}_API_KEY"
-    where = prefix
-    if "://" in (model.provider or ""):
-        where = f"the OpenAI-compatible server at {redact_url(model.provider)}"
+    where = f"the OpenAI-compatible server at {redact_url(model.provider)}" if "://" in model.provider else prefix
     what = "refused the credentials" if status == 401 else "refused access (forbidden)"
     return CredentialsError(
         f"{where} {what} (HTTP {status}) for model {model.name}; the run stops here",
@@ -438,12 +436,8 @@ DEFAULT_RETRY_MAX_TOKENS = 4096
 
 def _twice_max_tokens(model: NamedModel, target: Any, reply: Any) -> int:
     """Twice the limit that cut ``reply`` (METRICS.md D.10), else twice its output tokens, else the default."""
-    for obj, get in (
-        (target, lambda o: (getattr(o, "kwargs", None) or {}).get("max_tokens")),
-        (model.chat, lambda o: getattr(o, "max_tokens", None)),
-        (model.chat, lambda o: getattr(o, "max_completion_tokens", None)),
-    ):
-        v = get(obj) if obj is not None else None
+    bound = (getattr(target, "kwargs", None) or {}).get("max_tokens")
+    for v in (bound, getattr(model.chat, "max_tokens", None), getattr(model.chat, "max_completion_tokens", None)):
         if isinstance(v, int) and v > 0:
             return 2 * v
     u = usage(reply)
@@ -515,21 +509,19 @@ def finish_reason(msg: Any) -> str | None:
     return str(v) if v is not None else None
 
 
-def separate_reasoning(msg: Any) -> str | None:
-    """Reasoning a server returned apart from the content (METRICS.md D.8), or None."""
+def _separate_reasoning(msg: Any) -> list[str]:
+    """Reasoning a server returned apart from the content (METRICS.md D.8): its ``reasoning_content``, then its
+    thinking blocks."""
     extra = getattr(msg, "additional_kwargs", None) or {}
-    parts: list[str] = []
-    v = extra.get("reasoning_content") if isinstance(extra, dict) else None
-    if isinstance(v, str):
-        parts.append(v)
     content = getattr(msg, "content", None)
-    if isinstance(content, list):
-        for b in content:
-            if isinstance(b, dict) and b.get("type") in ("thinking", "reasoning"):
-                t = b.get("thinking") or b.get("reasoning") or b.get("text")
-                if isinstance(t, str):
-                    parts.append(t)
-    return join_reasoning(*parts)
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    parts = [extra.get("reasoning_content") if isinstance(extra, dict) else None]
+    parts += [
+        b.get("thinking") or b.get("reasoning") or b.get("text")
+        for b in blocks
+        if b.get("type") in ("thinking", "reasoning")
+    ]
+    return [p for p in parts if isinstance(p, str)]
 
 
 def read_reply(msg: Any) -> dict[str, Any]:
@@ -545,7 +537,7 @@ def read_reply(msg: Any) -> dict[str, Any]:
     fr = finish_reason(msg)
     return {
         "text": final,
-        "reasoning": join_reasoning(separate_reasoning(msg), think),
+        "reasoning": join_reasoning(*_separate_reasoning(msg), think),
         "finish_reason": fr,
         "status": reply_status(fr, final, has_tool_calls=bool(getattr(msg, "tool_calls", None))),
     }

@@ -48,15 +48,13 @@ class CallContext:
         n = int(n)
         if n < 1:
             raise ValueError(f"max concurrency must be >= 1, got {n}")
+        every = provider in ("*", "all")
         with self._lock:
-            if provider in ("*", "all"):
-                self.limits = {"*": n}
-                for sems in list(self._semaphores.values()):
+            self.limits = {"*": n} if every else {**self.limits, provider: n}
+            for sems in list(self._semaphores.values()):
+                if every:
                     sems.clear()
-            else:
-                self.limits = {**self.limits, provider: n}
-                for sems in list(self._semaphores.values()):
-                    sems.pop(provider, None)
+                sems.pop(provider, None)
 
     def limit(self, provider: str, default: int | None = None) -> int:
         """The in-flight limit for ``provider``: its own, else ``default``, else the limit for every provider.

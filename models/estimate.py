@@ -160,6 +160,12 @@ class Rehearsal:
     cache_key: Callable[[Any, Sequence[BaseMessage]], str] | None = None
     _fillers: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
 
+    def _cached(self, caller: Any, messages: Sequence[BaseMessage]) -> Any:
+        """The call cache's reply to ``caller`` (a NamedModel) for ``messages``; None without one or without a cache."""
+        if self.cache is None or self.cache_key is None or caller is None:
+            return None
+        return self.cache.get(self.cache_key(caller, messages))
+
     def _filler_and_tokens(self, model: str, tokens: int) -> tuple[str, int]:
         """A stand-in answer of about ``tokens`` tokens and its token count, made once per (model, tokens)."""
         key = (model, tokens)
@@ -240,15 +246,13 @@ class RehearsalChat(BaseChatModel):
                 n_in += TOOL_RESULT_TOKENS - counter.count(_content_text(m.get("content")))
         structured = "response_format" in body or bool(body.get("tool_choice"))
         if self.role == "target" and not body.get("tools") and not structured:
-            text, cached = None, False
-            if rh.cache is not None and rh.cache_key is not None and self.real is not None:
-                hit = rh.cache.get(rh.cache_key(self.real, messages))
-                if hit is not None:
-                    text, cached = _content_text(getattr(hit, "content", "")), True
-            if text is None:
+            hit = rh._cached(self.real, messages)
+            if hit is None:
                 text, n_out = rh._filler_and_tokens(self.label, self.answer_tokens)
             else:
+                text = _content_text(getattr(hit, "content", ""))
                 n_out = counter.count(text)
+            cached = hit is not None
             rh.calls.append(CallPlan(self.label, self.role, body, n_in, n_out, self.max_tokens, cached, kind="answer"))
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
         if body.get("tools") and not structured:
@@ -257,12 +261,10 @@ class RehearsalChat(BaseChatModel):
             )
             call = {"name": REHEARSAL_TOOL, "args": {}, "id": f"rehearsal_{len(rh.calls)}"}
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))])
-        cached = False
-        if rh.cache is not None and rh.cache_key is not None and self.real is not None:
-            # the call the run sends: the real model bound to the same response format (json_schema), or the
-            # real model itself (a text-format verdict); its reply in the call cache is served, not called
-            caller = kwargs.get(REAL_CALLER) if "response_format" in body else None if structured else self.real
-            cached = caller is not None and rh.cache.get(rh.cache_key(caller, messages)) is not None
+        # the call the run sends: the real model bound to the same response format (json_schema), or the real
+        # model itself (a text-format verdict); its reply in the call cache is served, not called
+        caller = kwargs.get(REAL_CALLER) if "response_format" in body else None if structured else self.real
+        cached = self.real is not None and rh._cached(caller, messages) is not None
         rh.calls.append(CallPlan(self.label, self.role, body, n_in, JUDGE_REPLY_TOKENS, self.max_tokens, cached))
         raise RehearsalStop(f"rehearsal: the {self.role} call of {self.label} was recorded, not sent")
 
@@ -426,7 +428,7 @@ def summarise(
         One :class:`RoleEstimate` per (model, role), in ``order`` then first-call order.
     """
     rows: dict[tuple[str, str], RoleEstimate] = {k: RoleEstimate(model=k[0], role=k[1]) for k in order}
-    bounded: dict[tuple[str, str], bool] = {}
+    unbounded: set[tuple[str, str]] = set()
     for c in calls:
         r = rows.setdefault((c.model, c.role), RoleEstimate(model=c.model, role=c.role))
         if c.cached:
@@ -435,14 +437,11 @@ def summarise(
         r.calls += 1
         r.input_tokens += c.input_tokens
         r.output_tokens += c.output_tokens
-        key = (c.model, c.role)
+        r.output_bound = (r.output_bound or 0) + (c.max_tokens or 0)
         if c.max_tokens is None:
-            bounded[key] = False
-        else:
-            bounded.setdefault(key, True)
-            r.output_bound = (r.output_bound or 0) + c.max_tokens
+            unbounded.add((c.model, c.role))
     for key, r in rows.items():
-        if not bounded.get(key, False):
+        if key in unbounded or not r.calls:
             r.output_bound = None
         priced(r, prices, batch=batch and r.role in ("target", "judge"))
     return list(rows.values())

@@ -104,12 +104,6 @@ def gguf_path(name: str) -> Path:
     )
 
 
-def default_threads() -> int:
-    """CPU threads for the local model: ``$SGIEVAL_LOCAL_THREADS`` or 1 (llama.cpp's threads busy-wait: on 2 loaded
-    cores 64 tokens took 2.9 s with 1 thread, 43.9 s with 2)."""
-    return current_settings().local_threads
-
-
 _LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
 _LLAMAS_LOCK = threading.Lock()
 
@@ -335,7 +329,9 @@ class ChatLocalLlama(BaseChatModel):
     temperature: float = 0.0
     max_tokens: int = 512
     n_ctx: int = 8192
-    n_threads: int = Field(default_factory=lambda: default_threads())
+    n_threads: int = Field(default_factory=lambda: current_settings().local_threads)
+    """``$SGIEVAL_LOCAL_THREADS`` or 1 (llama.cpp's threads busy-wait: on 2 loaded cores 64 tokens took 2.9 s with
+    1 thread, 43.9 s with 2)."""
     repeat_penalty: float = 1.1
     seed: int = 0
     json_schema: dict[str, Any] | None = None
@@ -479,40 +475,19 @@ def _tool_reply(text: str, meta: dict[str, Any], usage_md: dict[str, int]) -> AI
         obj = None
     if isinstance(obj, dict) and isinstance(obj.get("tool"), str):
         args = obj.get("arguments") if isinstance(obj.get("arguments"), dict) else {}
-        return AIMessage(
-            content="",
-            response_metadata=meta,
-            usage_metadata=usage_md,
-            tool_calls=[
-                {"name": obj["tool"], "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
-            ],
-        )
+        call = {"name": obj["tool"], "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+        return AIMessage(content="", response_metadata=meta, usage_metadata=usage_md, tool_calls=[call])
     content = obj["answer"] if isinstance(obj, dict) and isinstance(obj.get("answer"), str) else text
     return AIMessage(content=content, response_metadata=meta, usage_metadata=usage_md)
 
 
-def load_local_model(
-    name: str,
-    role: Role,
-    *,
-    temperature: float = 0.0,
-    max_tokens: int = 512,
-    n_ctx: int = 8192,
-    n_threads: int | None = None,
-) -> NamedModel:
+def load_local_model(name: str, role: Role, *, n_ctx: int = 8192) -> NamedModel:
     """``local:<name>`` -> a smoke-test NamedModel over :class:`ChatLocalLlama`, one call in flight (the weights load
     on the first call); InputError for an unknown name or a missing ``[local]`` extra or model package."""
     key = _local_name(name).strip().lower()
     path = gguf_path(key)
     _require_llama_cpp()
-    chat = ChatLocalLlama(
-        model_name=key,
-        model_path=str(path),
-        temperature=temperature,
-        max_tokens=max_tokens,
-        n_ctx=n_ctx,
-        n_threads=n_threads or default_threads(),
-    )
+    chat = ChatLocalLlama(model_name=key, model_path=str(path), n_ctx=n_ctx)
     return NamedModel(
         name=f"{LOCAL_PREFIX}{key}",
         role=role,
@@ -520,5 +495,5 @@ def load_local_model(
         provider=f"{LOCAL_PREFIX}{key}",
         smoke_test=True,
         max_in_flight=1,
-        params={"temperature": temperature, "max_tokens": max_tokens, "n_ctx": n_ctx, "gguf": path.name},
+        params={"temperature": chat.temperature, "max_tokens": chat.max_tokens, "n_ctx": n_ctx, "gguf": path.name},
     )

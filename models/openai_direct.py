@@ -19,10 +19,7 @@ from typing import Any, AsyncIterator, Callable, Literal, Mapping, Sequence
 from langchain_core.callbacks import AsyncCallbackManager
 from langchain_core.globals import get_debug, get_llm_cache, get_verbose
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.outputs import ChatResult
 from langchain_core.runnables import Runnable, ensure_config
@@ -53,10 +50,7 @@ __all__ = [
     "aclose_sessions",
     "compat_payload",
     "json_object_format",
-    "json_schema_format",
-    "message_dict",
     "observed",
-    "to_messages",
     "wire_body",
 ]
 
@@ -270,13 +264,14 @@ class ChatOpenAIDirect(BaseChatModel):
                     pass  # the structured-output parser reports the reply as unparsable
         return result
 
-    def _fallback(self, rf: Any, err: OpenAIHTTPError) -> dict[str, Any] | None:
-        """The ``json_object`` format to repeat a call in when a stricter server rejected ``json_schema``."""
+    def _fallback(self, payload: dict, err: OpenAIHTTPError) -> dict:
+        """``payload`` in the ``json_object`` format when a stricter server rejected ``json_schema``, else ``err``."""
+        rf = payload.get("response_format")
         fallback = json_object_format(rf) if isinstance(rf, dict) else None
         if fallback is None or rf == fallback or not self._compat() or not rejects_json_schema(err):
-            return None
+            raise err
         self.json_object_only = True
-        return fallback
+        return {**payload, "response_format": fallback}
 
     async def _agenerate(
         self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
@@ -286,9 +281,7 @@ class ChatOpenAIDirect(BaseChatModel):
         try:
             data = await self._apost(url, headers, payload)
         except OpenAIHTTPError as e:
-            if (fallback := self._fallback(payload.get("response_format"), e)) is None:
-                raise
-            data = await self._apost(url, headers, {**payload, "response_format": fallback})
+            data = await self._apost(url, headers, self._fallback(payload, e))
         return self._finish(data, payload.get("response_format"))
 
     def _generate(
@@ -299,9 +292,7 @@ class ChatOpenAIDirect(BaseChatModel):
         try:
             data = self._post(url, headers, payload)
         except OpenAIHTTPError as e:
-            if (fallback := self._fallback(payload.get("response_format"), e)) is None:
-                raise
-            data = self._post(url, headers, {**payload, "response_format": fallback})
+            data = self._post(url, headers, self._fallback(payload, e))
         return self._finish(data, payload.get("response_format"))
 
     async def ainvoke(self, input: Any, config: Any = None, *, stop: list[str] | None = None, **kwargs: Any) -> Any:

@@ -168,10 +168,6 @@ def _replay(ref: ModelRef, role: Role, options: ModelOptions) -> NamedModel:
     return resolve_replay(ref.spec, options.stored)
 
 
-def _local(ref: ModelRef, role: Role, options: ModelOptions) -> NamedModel:
-    return load_local_model(ref.spec, role)
-
-
 def langchain_provider(ref: ModelRef, role: Role, options: ModelOptions) -> NamedModel:
     """A factory for LangChain ``init_chat_model`` providers (``anthropic:...``, ``google_genai:...``)."""
     sent, dropped = sampling_params(
@@ -199,7 +195,7 @@ PROVIDERS: dict[str, Provider] = {
     p.prefix: p
     for p in (
         Provider("replay", _replay),
-        Provider("local", _local),
+        Provider("local", lambda ref, role, options: load_local_model(ref.spec, role)),
         Provider(
             "openai",
             openai_compatible(

@@ -147,48 +147,37 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read file: {e}", what=str(path), fix="save the file as UTF-8 text") from e
+
+    def bad(n: int, why: str, fix: str = 'each line must be {"item_id": ..., "text": ...}') -> InputError:
+        return InputError(f"line {n}: {why}", what=str(path), fix=fix)
+
     for n, line in enumerate(split_jsonl(text), 1):  # on "\n" only: a U+2028 in a reply stays in it
         if not line.strip():
             continue
         try:
             rec = json_loads_strict(line)
         except json.JSONDecodeError as e:
-            raise InputError(
-                f"line {n}: invalid JSON ({e.msg})",
-                what=str(path),
-                fix='each line must be {"item_id": ..., "text": ...}',
-            ) from e
+            raise bad(n, f"invalid JSON ({e.msg})") from e
         for f in ("item_id", "text"):
             if not isinstance(rec, dict) or not isinstance(rec.get(f), str):
-                raise InputError(
-                    f"line {n}: missing string field {f!r}",
-                    what=str(path),
-                    fix='each line must be {"item_id": ..., "text": ...}',
-                )
+                raise bad(n, f"missing string field {f!r}")
         model = rec.get("model", path.stem)
         if not isinstance(model, str) or not model.strip():
-            raise InputError(
-                f"line {n}: field 'model' must be a non-empty string",
-                what=str(path),
-                fix="give the model's name, or leave the field out (the file name is used)",
-            )
+            fix = "give the model's name, or leave the field out (the file name is used)"
+            raise bad(n, "field 'model' must be a non-empty string", fix)
         if model_line is None:
             model_line = (model, n)
         elif model != model_line[0]:
-            raise InputError(
-                f"line {n}: model {model!r}, but line {model_line[1]} is model {model_line[0]!r}; "
+            raise bad(
+                n,
+                f"model {model!r}, but line {model_line[1]} is model {model_line[0]!r}; "
                 "a replay file holds the replies of one model",
-                what=str(path),
-                fix="split the file by model (one file per model) and pass each as replay:<file>",
+                "split the file by model (one file per model) and pass each as replay:<file>",
             )
         iid = rec["item_id"]
         if iid in store.lines:
-            raise InputError(
-                f"line {n}: a second reply for item {iid!r} of model {model!r} "
-                f"(the first is on line {store.lines[iid]})",
-                what=str(path),
-                fix="keep one line per item_id and model",
-            )
+            why = f"a second reply for item {iid!r} of model {model!r} (the first is on line {store.lines[iid]})"
+            raise bad(n, why, "keep one line per item_id and model")
         store.lines[iid] = n
         store.model = model
         store.by_item[iid] = rec["text"]

@@ -8,11 +8,18 @@ from langchain_core.messages import AIMessage
 
 from sgieval.core import InputError
 from sgieval.models import accounting
-from sgieval.models.accounting import BudgetExceeded, Ledger, price_call, price_of
+from sgieval.models.accounting import BudgetExceeded, Ledger, price_call
 from sgieval.models.base import NamedModel
 from sgieval.models.calls import ainvoke
 
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
+
+
+def price_of(model, prices=None):
+    """(USD per 1M input tokens, USD per 1M output tokens) as price_call bills them, or None when unknown."""
+    pin = price_call(model, {"input": 10**6, "output": 0}, prices)
+    pout = price_call(model, {"input": 0, "output": 10**6}, prices)
+    return None if pin is None or pout is None else (round(pin, 9), round(pout, 9))
 
 
 def test_price_lookup_exact_snapshot_and_unknown():
