@@ -1,11 +1,8 @@
-"""Model references: a model string parsed once into provider, name, base URL and key variable.
-
-Forms (LangChain's ``<provider>:<model>``, DESIGN.md "Models and roles"): ``openai:gpt-4.1`` (``--base-url``, else
-``OPENAI_BASE_URL``), ``openai-api:<service>/<model>`` (any OpenAI-compatible server: ``<SERVICE>_BASE_URL`` required,
-``<SERVICE>_API_KEY`` optional), ``anthropic:...`` and the other providers, ``replay:``/``local:`` (no service), and a
-bare stored model name (``o1-mini``, ``phi4:latest``). A model's :attr:`ModelRef.identity` is what "the same model"
-means for judge hygiene: the name, lower case, without router path and ``:latest``; the provider never enters it.
-"""
+"""Model references: a model string parsed once into provider, name, base URL and key variable. Forms (LangChain's
+``<provider>:<model>``, DESIGN.md "Models and roles"): ``openai:gpt-4.1`` (``--base-url``, else ``OPENAI_BASE_URL``),
+``openai-api:<service>/<model>`` (any OpenAI-compatible server: ``<SERVICE>_BASE_URL`` required, ``<SERVICE>_API_KEY``
+optional), ``anthropic:...`` and the other providers, ``replay:``/``local:`` (no service), and a bare stored model name
+(``o1-mini``, ``phi4:latest``). :attr:`ModelRef.identity` is what "the same model" means for judge hygiene."""
 
 from __future__ import annotations
 
@@ -136,7 +133,8 @@ class ModelRef:
 
     @property
     def identity(self) -> str:
-        """The model's identity (module doc): ``replay:llama3.3:latest`` -> ``llama3.3``, ``replay:openai/4o`` -> ``4o``."""
+        """The name, lower case, without router path and ``:latest``; the provider never enters it
+        (``replay:llama3.3:latest`` -> ``llama3.3``, ``replay:openai/4o`` -> ``4o``)."""
         return self.name.strip().lower().removesuffix(":latest").rsplit("/", 1)[-1]
 
     @property

@@ -1,10 +1,8 @@
-"""One retry policy (on tenacity) for every call that may fail for a while (model calls, web search).
-
-A failure ``retryable(exc)`` accepts is retried after ``min(max_delay_s, base_delay_s * 2**(attempt-1))`` seconds times
+"""One retry policy (on tenacity) for every call that may fail for a while (model calls, web search): a failure
+``retryable(exc)`` accepts is retried after ``min(max_delay_s, base_delay_s * 2**(attempt-1))`` seconds times
 ``U(0.5, 1.5)`` ("equal jitter", default) or ``U(0, 1)`` (``jitter="full"``), and at least a ``Retry-After`` /
 ``retry-after-ms`` the error carries (capped at ``max_retry_after_s``). At most ``max_attempts`` tries; whatever ends
-the loop is raised as :class:`RetriesExhausted`.
-"""
+the loop is raised as :class:`RetriesExhausted`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""Settings: every ``SGIEVAL_*`` environment variable, read and validated in one place (:class:`Settings`).
-
-A run reads it once when it starts (kept in its run context, printed in the run header and stored, secrets masked, in
+"""Settings: every ``SGIEVAL_*`` environment variable, read and validated in one place (:class:`Settings`). A run reads
+it once when it starts (kept in its run context, printed in the run header and stored, secrets masked, in
 ``config.json``); code outside a run reads the environment afresh (:func:`current_settings`). A bad value raises
-InputError naming the variable and the fix. ``install.sh`` reads a few more variables of its own.
-"""
+InputError naming the variable and the fix. ``install.sh`` reads a few more variables of its own."""
 
 from __future__ import annotations
 

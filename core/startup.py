@@ -2,8 +2,7 @@
 :class:`ConsoleProcess`). For ``ask``, ``resume`` and ``report`` the garbage collector is paused while the command
 imports, then what is alive is frozen (:meth:`ConsoleProcess.run_begins`), and a warm worker is forked
 (:func:`sgieval.core.offload.warm_worker`); every command ends promptly (:meth:`ConsoleProcess.exit`: threads joined,
-``atexit`` run, JSONL files synced, streams flushed, ``os._exit``). ``SGIEVAL_FAST_START=0`` switches it all off.
-"""
+``atexit`` run, JSONL files synced, streams flushed, ``os._exit``). ``SGIEVAL_FAST_START=0`` switches it all off."""
 
 from __future__ import annotations
 
