@@ -307,8 +307,7 @@ class Scoped(Metric):
     corpus_specs: list = field(init=False)
 
     def __post_init__(self) -> None:
-        self.specs = list(self.inner.specs)
-        self.corpus_specs = list(self.inner.corpus_specs)
+        self.specs, self.corpus_specs = list(self.inner.specs), list(self.inner.corpus_specs)
 
     @property
     def key(self) -> MetricKey:

@@ -383,10 +383,9 @@ class SFBenchExplanation(Metric):
             c = sum(r[CORRECTNESS.name] for r in rows) / (5 * k)
             m_ = sum(r[COMPLETENESS.name] for r in rows) / (5 * k)
             f1 = 2 * c * m_ / (c + m_)
-            details = {"k": k}
-            out.append(_corpus_score(model, CORRECTNESS_NORM, c, f"sum of correctness / (5 x {k})", details))
-            out.append(_corpus_score(model, COMPLETENESS_NORM, m_, f"sum of completeness / (5 x {k})", details))
-            out.append(
-                _corpus_score(model, EXPL_F1, f1, "harmonic mean of normalised correctness and completeness", details)
-            )
+            out += [
+                _corpus_score(model, CORRECTNESS_NORM, c, f"sum of correctness / (5 x {k})", {"k": k}),
+                _corpus_score(model, COMPLETENESS_NORM, m_, f"sum of completeness / (5 x {k})", {"k": k}),
+                _corpus_score(model, EXPL_F1, f1, "harmonic mean of normalised correctness and completeness", {"k": k}),
+            ]
         return out

@@ -527,9 +527,7 @@ class SettleRule:
         if not seen:
             return Settlement(False, None, self.items, self.alpha)
         by_mean = sorted(seen, key=lambda m: -self._model_sum[m] / self._model_n[m])
-        for leader in by_mean:
-            comps = [self._diff(leader, m) for m in self.models if m != leader]
-            if all(c.n > 0 and c.low > 0.0 for c in comps):
-                return Settlement(True, leader, self.items, self.alpha, comps)
-        comps = [self._diff(by_mean[0], m) for m in self.models if m != by_mean[0]]
-        return Settlement(False, by_mean[0], self.items, self.alpha, comps)
+        against = {ld: [self._diff(ld, m) for m in self.models if m != ld] for ld in by_mean}
+        leader = next((ld for ld in by_mean if all(c.n > 0 and c.low > 0.0 for c in against[ld])), None)
+        shown = by_mean[0] if leader is None else leader
+        return Settlement(leader is not None, shown, self.items, self.alpha, against[shown])
