@@ -55,10 +55,9 @@ def run_holder(root: str | Path) -> int | None:
         if pid == os.getpid():
             return None
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released by the close below
         except OSError:
             return pid
-        fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
