@@ -6,7 +6,6 @@ from __future__ import annotations
 from ..core import lazy_exports
 
 _PUBLIC: dict[str, str] = {  # public name -> the module of this folder that defines it
-    "EvalState": "evaluate",
     "build_graph": "evaluate",
     "execute": "evaluate",
     "make_runtime": "evaluate",
