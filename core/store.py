@@ -195,9 +195,7 @@ class RunStore:
                 what=str(p),
                 fix="make the file readable (`chmod a+r`), or work on a readable copy of the run folder",
             ) from None
-        if data and not data.endswith(b"\n"):
-            data = data[: data.rfind(b"\n") + 1]
-        return data
+        return data[: data.rfind(b"\n") + 1]
 
     @staticmethod
     def _repair(root: Path, p: Path) -> None:
