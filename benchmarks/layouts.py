@@ -239,8 +239,7 @@ def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneV
         except (ValueError, KeyError, TypeError) as e:
             view.notes.append(f"{f.name}: not an AidanBench results file ({e})")
             continue
-        names = list(models)
-        pseudo = [n for n in names if is_pseudo(n)]
+        pseudo = [n for n in models if is_pseudo(n)]
         real = {n: v for n, v in models.items() if n not in pseudo}
         view.pseudo_models.update({n: f.name for n in pseudo})
         view.models += list(real)
