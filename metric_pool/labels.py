@@ -93,11 +93,8 @@ def validate_labels(
     """
     by_name = {s.name: s for s in specs}
     ids, names = set(item_ids), set(models)
-    found = []
-    for n, lab in enumerate(labels, 1):
-        problem = _label_problem(lab, by_name, ids, names)
-        if problem is not None:
-            found.append((positions[n - 1] if positions else f"label {n}", *problem))
+    problems = (_label_problem(lab, by_name, ids, names) for lab in labels)
+    found = [(positions[n] if positions else f"label {n + 1}", *p) for n, p in enumerate(problems) if p is not None]
     if not found:
         return
     where, field, why, fix = found[0]
