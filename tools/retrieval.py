@@ -99,16 +99,8 @@ class CorpusRetriever:
                 self._vectors = v / np.where(norms == 0, 1.0, norms)
             return self._vectors
 
-    def dense(self, query: str) -> list[tuple[int, float, int]]:
-        """Dense retrieval of ``query``.
-
-        Args:
-            query: the query text.
-
-        Returns:
-            Every document as (document index, cosine of its best passage with ``query`` in [-1, 1], that passage's
-            index), most similar first, ties in corpus order.
-        """
+    def _dense(self, query: str) -> list[tuple[int, float, int]]:
+        """Every document as (index, cosine of its best passage with ``query``, that passage), best first."""
         if not self.bm25.passages:
             return []
         vectors = self._passage_vectors()
@@ -130,7 +122,7 @@ class CorpusRetriever:
         """
         if not query.strip() or not len(self):
             return SearchResults(query=query, backend=self.backend, warnings=list(self.bm25.warnings))
-        dense = self.dense(query)
+        dense = self._dense(query)
         sim = {di: s for di, s, _ in dense}
         passage = {di: pi for di, _, pi in dense}
         if self.mode == "hybrid":
