@@ -219,9 +219,4 @@ def match_texts(rubric: Rubric) -> list[str]:
     """
     name = rubric.name.replace("_", " ")
     first = re.split(r"[;.]", rubric.description or "", maxsplit=1)[0].strip()
-    texts = [name]
-    if first:
-        texts.append(f"{name}: {first}")
-    if rubric.description and rubric.description.strip() != first:
-        texts.append(f"{name}: {rubric.description.strip()}")
-    return texts
+    return [name] + [f"{name}: {t}" for t in dict.fromkeys([first, (rubric.description or "").strip()]) if t]
