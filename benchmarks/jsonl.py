@@ -165,10 +165,8 @@ def input_error_from_validation(
     elif e.get("type") == "extra_forbidden":
         msg = f"{label}: unknown field '{path}'{more}"
     else:
-        got = e.get("input")
-        got_s = repr(got)
-        if len(got_s) > 60:
-            got_s = got_s[:57] + "..."
+        got = repr(e.get("input"))
+        got_s = got if len(got) <= 60 else got[:57] + "..."
         msg = f"{label}: field '{path}': {text[0].lower() + text[1:]} (got {got_s}){more}"
     fix = hint(field) if hint else None
     if fix is None:
