@@ -141,5 +141,4 @@ def _kind_lead(ctx: ReportContext, kind: str) -> tuple[str, str]:
     label, build = {"yes_no": ("", yes_no), "how_much": ("How much", how_much), "why": ("Why", why)}.get(
         kind, ("", None)
     )
-    got = compared(ctx) if build is not None else None
-    return (label, build(ctx, *got)) if build is not None and got is not None else ("", "")
+    return (label, build(ctx, *compared(ctx))) if build is not None else ("", "")

@@ -47,11 +47,10 @@ def question_pair(ctx: ReportContext) -> tuple[str, str] | None:
     return (pair[0], pair[1]) if len(pair) == 2 else None
 
 
-def compared(ctx: ReportContext) -> tuple[str, str, dict[str, float], dict[str, float], Any] | None:
-    """(a, b, their per-item values, their paired test or None) for :func:`question_pair`; None without a pair."""
+def compared(ctx: ReportContext) -> tuple[str, str, dict[str, float], dict[str, float], Any]:
+    """(a, b, their per-item values, their paired test or None) for :func:`question_pair` (two ranked models)."""
     pair = question_pair(ctx)
-    if pair is None:
-        return None
+    assert pair is not None, "compose_answer asks only with two or more ranked models"
     va, vb = (item_values(ctx.ranking_scores, m, ctx.spec.name) for m in pair)
     return pair[0], pair[1], va, vb, paired(ctx, va, vb)
 
