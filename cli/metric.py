@@ -6,8 +6,9 @@ failure, 3 cancelled.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
