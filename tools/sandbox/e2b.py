@@ -81,10 +81,8 @@ class E2BSandbox(_BaseSandbox):
                     return results, {}  # a failed setup script: main.py does not run
             got: dict[str, str] = {}
             for name in output_files or []:
-                try:
+                with contextlib.suppress(Exception):  # a missing file
                     got[name] = str(sbx.files.read(name))[:limit]
-                except Exception:  # noqa: BLE001 - missing file
-                    continue
             return results, got
         finally:
             with contextlib.suppress(Exception):
