@@ -103,16 +103,6 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
     return g.compile(checkpointer=checkpointer)
 
 
-def into_folder(config: RunConfig) -> Path:
-    """The run folder ``config.into`` names (a run id under ``out_dir``, the folder, a file in it); else InputError."""
-    p = Path(config.into or "").expanduser()
-    for d in (Path(config.out_dir) / (config.into or ""), p, p.parent if p.suffix else None):
-        if d is not None and config.into and (d / "config.json").is_file():
-            return d
-    fix = f"give a run id listed by `sgieval runs --out {config.out_dir}`, the run folder, or its report.md"
-    raise InputError("no such run", what=f"--into {config.into}", fix=fix)
-
-
 async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tuple[RunConfig, Path]:
     """The merged config (the run's with this invocation's additions) and the folder of an ``ask --into RUN``.
 
@@ -127,7 +117,12 @@ async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tupl
     Raises:
         InputError: ``config.into`` names no run, its files cannot be read, or the additions are refused.
     """
-    d = into_folder(config)
+    p = Path(config.into or "").expanduser()  # a run id under out_dir, the run folder, or a file in it
+    places = [Path(config.out_dir) / (config.into or ""), p] + ([p.parent] if p.suffix else [])
+    d = next((d for d in places if config.into and (d / "config.json").is_file()), None)
+    if d is None:
+        fix = f"give a run id listed by `sgieval runs --out {config.out_dir}`, the run folder, or its report.md"
+        raise InputError("no such run", what=f"--into {config.into}", fix=fix)
     base = RunStore(d, read_only=True).read_config()
     base.out_dir = str(d.parent)
     check_state_file(d / "state.sqlite")
