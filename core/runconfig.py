@@ -53,8 +53,8 @@ RUN_RECORD = Option(cli=False, api=False)
 @dataclass(frozen=True, kw_only=True)
 class RunOption(Option):
     """One run option as both sides see it (:func:`run_options`): its :class:`Option` with ``flag``, ``keyword`` and
-    ``api_default`` filled in; ``help`` is the field's docstring, ``cli_help`` the ``ask`` flag's (:attr:`Option.off_help`
-    for a switch-off flag)."""
+    ``api_default`` filled in; ``help`` is the field's docstring, ``cli_help`` the ``ask`` flag's
+    (:attr:`Option.off_help` for a switch-off flag)."""
 
     field: str
     help: str
