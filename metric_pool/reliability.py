@@ -71,11 +71,10 @@ def with_added_judges(scores: Sequence[Score], added: Sequence[Score]) -> list[S
     for s in scores:
         extra = by_key.get((s.item_id, s.model, s.metric)) if s.ok else None
         own = judge_values(s) or ({s.judge: float(s.value)} if s.value is not None and "," not in s.judge else {})
-        if not extra or not own or s.judge == "objective":
-            out.append(s)
-            continue
-        details = {**(s.details or {}), "judge_values": {**own, **{j: v for j, v in extra.items() if j not in own}}}
-        out.append(s.model_copy(update={"details": details}))
+        if extra and own and s.judge != "objective":
+            judged = {**own, **{j: v for j, v in extra.items() if j not in own}}
+            s = s.model_copy(update={"details": {**(s.details or {}), "judge_values": judged}})
+        out.append(s)
     return out
 
 

@@ -128,11 +128,8 @@ def scored_by(scores: Sequence[Score], rubric: Rubric, units: Sequence[tuple[str
         Every judge that scored at least one of the units.
     """
     want = set(units)
-    names: set[str] = set()
-    for s in scores:
-        if s.metric == rubric.name and (s.item_id, s.model) in want and s.ok:
-            names.update((s.details or {}).get("per_judge") or {})
-    return names
+    mine = [s for s in scores if s.metric == rubric.name and (s.item_id, s.model) in want and s.ok]
+    return {j for s in mine for j in (s.details or {}).get("per_judge") or {}}
 
 
 async def rescore_units(
