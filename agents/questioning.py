@@ -67,15 +67,9 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
             continue
         in_disc = [cat_disc[v] for v in values if v in cat_disc]
         in_dir = [cat_dir[v] for v in values if v in cat_dir and v not in cat_disc]
-        if in_disc:
-            filters.setdefault("discipline", []).extend(in_disc)
-            matched[hit] = f"discipline={'/'.join(in_disc)}"
-        elif in_dir:
-            filters.setdefault("direction", []).extend(in_dir)
-            matched[hit] = f"direction={'/'.join(in_dir)}"
-        else:
-            filters.setdefault("discipline", []).append(concept)
-            matched[hit] = f"discipline={concept} (not in the loaded catalog)"
+        facet, vals = ("direction", in_dir) if in_dir and not in_disc else ("discipline", in_disc or [concept])
+        filters.setdefault(facet, []).extend(vals)
+        matched[hit] = f"{facet}={'/'.join(vals)}" + ("" if in_disc or in_dir else " (not in the loaded catalog)")
     for facet, terms in (("task", vocab.tasks), ("benchmark", vocab.benchmarks.items())):
         for value, patterns in terms:
             if hit := _find(patterns, text):
