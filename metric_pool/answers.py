@@ -177,19 +177,13 @@ def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
     from .sgi.common import extract_answer_tag
 
     t = cut_next_turn(text or "")
-    marks: list[tuple[int, str, str]] = []  # (position, kind, content)
     tagged = extract_answer_tag(t)
-    if tagged is not None:
-        marks.append((t.rfind("<answer>"), "<answer> tag", tagged))
-    for m in _HASHES.finditer(t):
-        marks.append((m.start(), "#### line", m.group(1)))
-    for at, box in boxed_spans(t):
-        marks.append((at, "\\boxed{}", box))
-    for m in _ANSWER_LINE_MARK.finditer(t):
-        marks.append((m.start(), "answer line", m.group(1)))
-    for m in _ANSWER_PHRASE.finditer(t):
-        if _marker_number(m.group(1), leading_only=True) is not None:
-            marks.append((m.start(), "answer phrase", m.group(1)))
+    marks: list[tuple[int, str, str]] = [] if tagged is None else [(t.rfind("<answer>"), "<answer> tag", tagged)]
+    marks += [(m.start(), "#### line", m.group(1)) for m in _HASHES.finditer(t)]  # (position, kind, content)
+    marks += [(at, "\\boxed{}", box) for at, box in boxed_spans(t)]
+    marks += [(m.start(), "answer line", m.group(1)) for m in _ANSWER_LINE_MARK.finditer(t)]
+    phrases = (m for m in _ANSWER_PHRASE.finditer(t) if _marker_number(m.group(1), leading_only=True) is not None)
+    marks += [(m.start(), "answer phrase", m.group(1)) for m in phrases]
     if marks:
         for _pos, kind, content in sorted(marks, key=lambda x: x[0], reverse=True):
             n = _marker_number(content, leading_only=kind == "answer phrase")
