@@ -7,6 +7,7 @@ switch and the file belong to the current call context.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -109,12 +110,10 @@ def model_params(model: NamedModel) -> dict[str, Any]:
     for obj in (getattr(chat, "bound", None), chat):
         if obj is None:
             continue
-        try:
+        with contextlib.suppress(Exception):  # a property that fails: not part of the key
             ident = getattr(obj, "_identifying_params", None)
             if isinstance(ident, dict):
                 out.update(ident)
-        except Exception:  # noqa: BLE001
-            pass
         for attr in ("openai_api_base", "base_url"):
             v = getattr(obj, attr, None)
             if isinstance(v, str):
@@ -336,9 +335,7 @@ class CallCache:
         with self._lock:
             rdb, self._db = self._db, None
             for db in (rdb, wdb):
-                try:
-                    if db is not None:
+                if db is not None:
+                    with contextlib.suppress(sqlite3.Error):
                         db.close()
-                except sqlite3.Error:
-                    pass
         _OPEN.discard(self)

@@ -39,7 +39,7 @@ from . import accounting as _acc
 from . import cache as _cache
 from .base import NamedModel
 from .params import drop_param, rejected_param
-from .context import DEFAULT_MAX_CONCURRENCY, current_call_context, current_prompt_scope  # noqa: F401 - re-exported
+from .context import current_call_context, current_prompt_scope
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx."""
@@ -51,11 +51,6 @@ DEFAULT_TIMEOUT_S = 300.0
 def set_max_concurrency(provider: str, n: int) -> None:
     """Bound in-flight calls to ``n`` for ``provider`` in the current call context (:meth:`CallContext.set_limit`)."""
     current_call_context().set_limit(provider, n)
-
-
-def max_concurrency(provider: str) -> int:
-    """Current in-flight limit for ``provider`` (in the current call context)."""
-    return current_call_context().limit(provider)
 
 
 def _status(exc: BaseException) -> int | None:
@@ -466,10 +461,8 @@ def _without_rejected_param(model: NamedModel, target: Any, exc: BaseException) 
 
 def _annotate(out: Any, **info: Any) -> None:
     if isinstance(out, AIMessage):
-        try:
+        with contextlib.suppress(Exception):  # frozen/odd metadata: skip annotation
             out.response_metadata["sgieval"] = info
-        except Exception:  # noqa: BLE001 - frozen/odd metadata: skip annotation
-            pass
 
 
 def call_info(msg: Any) -> dict[str, Any]:

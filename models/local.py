@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import copy
 import importlib.util
 import json
@@ -112,10 +113,8 @@ def _close_all() -> None:
     """Free the cached models before interpreter teardown (llama_cpp's ``__del__`` fails then)."""
     with _LLAMAS_LOCK:
         for llm, _ in _LLAMAS.values():
-            try:
+            with contextlib.suppress(Exception):  # best effort at exit
                 llm.close()
-            except Exception:  # noqa: BLE001 - best effort at exit
-                pass
         _LLAMAS.clear()
 
 
@@ -370,7 +369,6 @@ class ChatLocalLlama(BaseChatModel):
 
         chat = to_chat_messages(messages)
         schema = _response_schema(response_format) or self.json_schema
-        allow_answer = True
         if tools:
             schema, allow_answer = _tools_schema(list(tools), tool_choice)
             tool_text = _tools_prompt(list(tools), allow_answer)

@@ -4,6 +4,7 @@ DESIGN.md "Contracts", METRICS.md D.4, D.8).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -103,12 +104,10 @@ def parse_json_object(text: str) -> Any:
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         # a reply that is one JSON value wins over fences quoted inside its strings
-        try:
+        with contextlib.suppress(ValueError):
             obj = json.loads(stripped)
             if isinstance(obj, (dict, list)) and obj not in ({}, []):
                 return obj
-        except ValueError:
-            pass
     fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, flags=re.S)
     candidates = fenced[::-1] + [text]
     for c in candidates:

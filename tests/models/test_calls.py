@@ -22,11 +22,11 @@ from sgieval.models.base import NamedModel
 from sgieval.models.calls import (
     ainvoke,
     call_info,
-    max_concurrency,
     message_text,
     set_max_concurrency,
     usage,
 )
+from sgieval.models.context import current_call_context
 
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
@@ -151,15 +151,15 @@ async def test_retry_after_waits_at_least_header():
 
 async def test_semaphore_bounds_in_flight_calls_per_provider():
     set_max_concurrency("slowprov", 2)
-    assert max_concurrency("slowprov") == 2
-    assert max_concurrency("other") == 16
+    assert current_call_context().limit("slowprov") == 2
+    assert current_call_context().limit("other") == 16
     run = Scripted([AIMessage("x")])
     model = nm(run, provider="slowprov")
     outs = await asyncio.gather(*(ainvoke(model, f"q{i}") for i in range(6)))
     assert [message_text(o) for o in outs] == ["x"] * 6
     assert run.max_in_flight == 2
     set_max_concurrency("all", 3)
-    assert max_concurrency("slowprov") == 3  # "all" resets overrides
+    assert current_call_context().limit("slowprov") == 3  # "all" resets overrides
     with pytest.raises(ValueError, match="max concurrency must be >= 1, got 0"):
         set_max_concurrency("x", 0)
 
