@@ -153,13 +153,9 @@ def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelSta
     return have + [s for s in stats if s.summary is None]
 
 
-def tied(a: ModelStat, b: ModelStat, pair: dict[str, Any] | None) -> bool:
-    """Whether adjacent ``a`` and ``b`` share a rank (METRICS.md D.16): equal printed means, ``pair`` not separating."""
-    return fmt2(a.stats.mean) == fmt2(b.stats.mean) and not pair_separates(pair)
-
-
 def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[list[ModelStat]]:
-    """The ranked models in groups that share a rank (consecutive models joined by :func:`tied`).
+    """The ranked models in groups that share a rank (METRICS.md D.16): adjacent models with equal printed means whose
+    paired test does not separate them.
 
     Args:
         ranked: the ranked models, best first.
@@ -170,7 +166,8 @@ def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[lis
     """
     groups: list[list[ModelStat]] = []
     for k, s in enumerate(ranked):
-        if groups and tied(ranked[k - 1], s, pairs[k - 1] if k - 1 < len(pairs) else None):
+        pair = pairs[k - 1] if 0 < k <= len(pairs) else None
+        if groups and fmt2(ranked[k - 1].stats.mean) == fmt2(s.stats.mean) and not pair_separates(pair):
             groups[-1].append(s)
         else:
             groups.append([s])
