@@ -243,8 +243,6 @@ def get_embedder(name: str = MINILM) -> Embedder:
         InputError: an unknown name.
     """
     with _CACHE_LOCK:
-        emb = _CACHE.get(name)
-        if emb is None:
-            emb = Embedder(name)
-            _CACHE[name] = emb
-        return emb
+        if name not in _CACHE:
+            _CACHE[name] = Embedder(name)
+        return _CACHE[name]

@@ -175,8 +175,7 @@ def semantic_scores(query: str, texts: list[str]) -> list[float]:
     emb = get_embedder("minilm")
     missing = [t for t in dict.fromkeys(texts) if t not in _VEC_CACHE]
     if missing:
-        for t, v in zip(missing, emb.encode(missing)):
-            _VEC_CACHE[t] = v
+        _VEC_CACHE.update(zip(missing, emb.encode(missing)))
     q = emb.encode([query])[0]
     m = np.stack([_VEC_CACHE[t] for t in texts])
     return [float(x) for x in m @ q]  # rows are unit length (normalize=True)
