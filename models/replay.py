@@ -194,14 +194,12 @@ class StoredResponses:
 
 
 def _match(name: str, store: ReplayStore) -> bool:
-    n = name.lower()
-    cands = {
+    return name.lower() in {
         store.model.lower(),
         ModelRef(spec=store.model, provider="", name=store.model).untagged.lower(),
         store.source.stem.lower(),
         store.model.replace("/", "_").lower(),
     }
-    return n in cands
 
 
 def resolve_replay(
@@ -245,16 +243,14 @@ def resolve_replay(
                     "name the models (replay:<name>)",
                 )
             store = stores[0]
-        return NamedModel(name=f"replay:{store.model}", role="target", replay=store, provider="replay")
-    if p.suffix in (".json", ".jsonl"):
+    elif p.suffix in (".json", ".jsonl"):
         raise InputError("replay file not found", what=str(p), fix="give an existing file after replay:")
-    stores = _stores if _stores is not None else (stored.stores() if stored is not None else [])
-    for s in stores:
-        if _match(ref, s):
-            return NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
-    known = ", ".join(s.model for s in stores) or "none found"
-    raise InputError(
-        f"no stored responses named {ref!r}",
-        what=spec,
-        fix=f"use one of: {known}, or replay:<path to a .json/.jsonl file>",
-    )
+    else:
+        stores = _stores if _stores is not None else (stored.stores() if stored is not None else [])
+        found = next((s for s in stores if _match(ref, s)), None)
+        if found is None:
+            known = ", ".join(s.model for s in stores) or "none found"
+            fix = f"use one of: {known}, or replay:<path to a .json/.jsonl file>"
+            raise InputError(f"no stored responses named {ref!r}", what=spec, fix=fix)
+        store = found
+    return NamedModel(name=f"replay:{store.model}", role="target", replay=store, provider="replay")
