@@ -326,54 +326,6 @@ def _runnable(
         return target.chat
 
 
-async def _loop(
-    jr: _Judging,
-    target: NamedModel,
-    runnable: Any,
-    embedder: Any,
-    variant: Variant,
-    cot: bool,
-    llm_novelty: bool,
-    taus: tuple[float, float, float],
-    max_answers: int,
-    clock: Callable[[], float],
-    t0: float,
-) -> tuple[list[dict[str, Any]], Status, str | None]:
-    """The records of one question's answers (B.1, B.7), the status and the failure reason."""
-    records: list[dict[str, Any]] = []
-    answers: list[str] = []
-    emb_prev: np.ndarray | None = None
-    status: Status = "ok"
-    error: str | None = None
-    try:
-        for n in range(1, max_answers + 1):
-            got = await _target_answer(target, runnable, generation_prompt(jr.question, answers, cot=cot), n, records)
-            if got is None:
-                break
-            answer, thoughts = extract_answer(got[0], variant), got[1]
-            flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
-            coherence, e_new, novelty, llm_nov = await _scores(
-                jr, embedder, answer, answers, emb_prev, n, flags, llm_novelty
-            )
-            stop = stopping_condition(coherence, novelty, llm_nov, tau_c=taus[0], tau_n=taus[1], tau_llm=taus[2])
-            rec: dict[str, Any] = {"answer_num": n, "answer": answer}
-            rec |= ({"thoughts": thoughts} if thoughts else {}) | ({"flags": flags} if flags else {})
-            rec |= {"embedding_dissimilarity_score": novelty, "coherence_score": coherence}
-            rec |= {"processing_time": clock() - t0, "stopping_condition": stop}
-            rec |= {"llm_dissimilarity_score": llm_nov} if llm_novelty else {}
-            records.append(rec)
-            answers.append(answer)
-            emb_prev = e_new if emb_prev is None else np.vstack([emb_prev, e_new])
-            if stop:
-                rec["final_stopping_condition"] = stop
-                break
-        else:
-            records[-1]["final_stopping_condition"] = ANSWER_CAP
-    except _Stop as e:
-        status, error = e.status, e.error
-    return records, status, error
-
-
 async def run_generation(
     item: Item,
     target: NamedModel,
@@ -420,9 +372,37 @@ async def run_generation(
     # score tags: the judge's own last one (D.18) but in the code variant
     jr = _Judging(judge, question, last=variant != "sciaidanbench_code", attempts=judge_attempts)
     t0 = clock()
-    records, status, error = await _loop(
-        jr, target, runnable, embedder, variant, cot, llm_novelty, (tau_c, tau_n, tau_llm), max_answers, clock, t0
-    )
+    records: list[dict[str, Any]] = []  # B.1, B.7
+    answers: list[str] = []
+    emb_prev: np.ndarray | None = None
+    status: Status = "ok"
+    error: str | None = None
+    try:
+        for n in range(1, max_answers + 1):
+            got = await _target_answer(target, runnable, generation_prompt(jr.question, answers, cot=cot), n, records)
+            if got is None:
+                break
+            answer, thoughts = extract_answer(got[0], variant), got[1]
+            flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
+            coherence, e_new, novelty, llm_nov = await _scores(
+                jr, embedder, answer, answers, emb_prev, n, flags, llm_novelty
+            )
+            stop = stopping_condition(coherence, novelty, llm_nov, tau_c=tau_c, tau_n=tau_n, tau_llm=tau_llm)
+            rec: dict[str, Any] = {"answer_num": n, "answer": answer}
+            rec |= ({"thoughts": thoughts} if thoughts else {}) | ({"flags": flags} if flags else {})
+            rec |= {"embedding_dissimilarity_score": novelty, "coherence_score": coherence}
+            rec |= {"processing_time": clock() - t0, "stopping_condition": stop}
+            rec |= {"llm_dissimilarity_score": llm_nov} if llm_novelty else {}
+            records.append(rec)
+            answers.append(answer)
+            emb_prev = e_new if emb_prev is None else np.vstack([emb_prev, e_new])
+            if stop:
+                rec["final_stopping_condition"] = stop
+                break
+        else:
+            records[-1]["final_stopping_condition"] = ANSWER_CAP
+    except _Stop as e:
+        status, error = e.status, e.error
     meta = {
         "records": records, "protocol": variant, "temperature": str(temperature), "judge": judge.name,
         "embedder": getattr(embedder, "name", type(embedder).__name__), "llm_novelty": llm_novelty,
