@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-import json
 import os
 import shutil
 import sys
@@ -433,7 +432,7 @@ def runs(
 
     entries = list_runs(out_dir, read_state=read_state)
     if as_json:
-        out.print_json(json.dumps([e.to_dict() for e in entries]))
+        out.print_json(data=[e.to_dict() for e in entries])
         return
     for e in entries:
         if e.status == "broken" and not e.run_id:
@@ -530,16 +529,14 @@ def catalog(
     counts = {f: dict(sorted(cat.counts(f).items())) for f in FACETS}
     if as_json:
         out.print_json(
-            json.dumps(
-                {
-                    "items": len(cat.items),
-                    "facets": counts,
-                    "unavailable": cat.unavailable,
-                    "stored_responses": stored,
-                    "unreadable_responses": unreadable,
-                    "files_not_read": cat.skipped,
-                }
-            )
+            data={
+                "items": len(cat.items),
+                "facets": counts,
+                "unavailable": cat.unavailable,
+                "stored_responses": stored,
+                "unreadable_responses": unreadable,
+                "files_not_read": cat.skipped,
+            }
         )
         return
     out.print(f"[bold]{len(cat.items)} items[/]")
