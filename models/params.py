@@ -72,10 +72,7 @@ def rejected_param(exc: BaseException, sent: Iterable[str]) -> str | None:
         text += " " + err["message"]
     if not _REJECT_WORDS.search(text):
         return None
-    for p in sent:
-        if re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", text):
-            return p
-    return None
+    return next((p for p in sent if re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", text)), None)
 
 
 def drop_param(model: NamedModel, param: str, reason: str) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core import InputError, ModelRef, known_prefixes
 from .base import NamedModel, Role
-from .providers import ModelOptions, Provider, langchain_provider, provider_for
+from .providers import Factory, ModelOptions, langchain_provider, provider_for
 from .replay import StoredResponses, resolve_replay
 
 __all__ = ["resolve_model", "resolve_replay", "sampling_for_role"]
@@ -77,21 +77,19 @@ def resolve_model(
     entry = provider_for(ref.provider)
     if entry is None and ref.provider not in known_prefixes():
         raise _unknown_provider(ref)
-    if batch:
-        return _batch_model(ref, role, options, entry)
-    return entry.factory(ref, role, options) if entry is not None else langchain_provider(ref, role, options)
+    factory = entry.factory if entry is not None else langchain_provider
+    return _batch_model(ref, role, options, factory) if batch else factory(ref, role, options)
 
 
-def _batch_model(ref: ModelRef, role: Role, options: ModelOptions, entry: Provider | None) -> NamedModel:
+def _batch_model(ref: ModelRef, role: Role, options: ModelOptions, factory: Factory) -> NamedModel:
     """The ``--batch`` model of a known provider (batch.py is loaded only by batch runs)."""
     from .batch import anthropic_batch_model, batch_model, refuse_batch
 
     if ref.provider == "local":  # refused before the embedded model is loaded
         raise refuse_batch(ref.spec, "the embedded model runs on this machine and has no batch API")
-    if ref.provider == "anthropic" and entry is None:
+    if ref.provider == "anthropic" and factory is langchain_provider:
         return anthropic_batch_model(ref, role, temperature=options.temperature, settings=options.settings)
-    model = entry.factory(ref, role, options) if entry is not None else langchain_provider(ref, role, options)
-    return batch_model(model)
+    return batch_model(factory(ref, role, options))
 
 
 def _unknown_provider(ref: ModelRef) -> InputError:
