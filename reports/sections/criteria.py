@@ -84,11 +84,10 @@ def criteria_sections(ctx: ReportContext) -> list[Section]:
         bd = rubric_breakdown(ctx.grouped.get(r.name, []), r, models)
         if bd is None:
             continue
-        rows = []
-        for j, c in enumerate(bd["criteria"]):
-            rows.append(
-                [c, fmt(bd["weights"][j])] + [fmt2(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models]
-            )
+        rows = [
+            [c, fmt(bd["weights"][j])] + [fmt2(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models]
+            for j, c in enumerate(bd["criteria"])
+        ]
         table = Table(["criterion", "weight"] + [f"{m}: mean (0-10)" for m in models], rows, name="criteria")
         fig = ctx.figure(
             f"figures/criteria_{re.sub(r'[^A-Za-z0-9_.-]+', '_', bd['rubric'])}.png",

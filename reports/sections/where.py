@@ -107,11 +107,11 @@ def where_report(
     models = [m for m, _ in ranked]
     values = {m: v for m in models if (v := item_values(scores, m, spec.name))}
     by_id = {i.id: i for i in items}
+    facet_of = {f: {i: str(getattr(it, f) or "(none)") for i, it in by_id.items()} for f in pool.facets}
     tables: dict[str, list[Any]] = {}
     for facet in pool.facets:
-        facet_of = {i: str(getattr(by_id[i], facet) or "(none)") for i in by_id}
         rows = pool.facet_winners(
-            values, facet_of, facet, higher_is_better=spec.higher_is_better, n_resamples=n_resamples, seed=seed
+            values, facet_of[facet], facet, higher_is_better=spec.higher_is_better, n_resamples=n_resamples, seed=seed
         )
         if rows and not (tables and any([r.value for r in rows] == [x.value for x in t] for t in tables.values())):
             tables[facet] = rows
@@ -125,9 +125,8 @@ def where_report(
     main = main_facet(tables, request, list(pool.facets))
     leaders = leaders if leaders is not None else [m for m, mean in ranked if mean == ranked[0][1]]
     winner = leaders[0] if len(leaders) == 1 else None
-    facet_of = {i: str(getattr(by_id[i], main) or "(none)") for i in by_id}
-    lead = pool.lead_sources(values, facet_of, main, winner, ranked[1][0]) if winner is not None else []
-    sentences = facet_sentences(tables, main, spec, ranked, winner, separated, lead, values, facet_of)
+    lead = pool.lead_sources(values, facet_of[main], main, winner, ranked[1][0]) if winner is not None else []
+    sentences = facet_sentences(tables, main, spec, ranked, winner, separated, lead, values, facet_of[main])
     departures = pool.order_departures(values, dict(ranked), higher_is_better=spec.higher_is_better, limit=limit)
     if departures:
         blocks += [
