@@ -278,25 +278,6 @@ async def _target_answer(
     return got["text"], got["reasoning"] or ""
 
 
-async def _scores(
-    jr: _Judging, embedder: Any, answer: str, answers: list[str], emb_prev: Any, n: int, flags: list[str], llm: bool
-) -> tuple[int, Any, float, float | None]:
-    """Coherence (B.2), the answer's embedding, embedding novelty (B.3) and LLM novelty (B.4); raises _Stop."""
-    coherence = await jr.ask(
-        COHERENCE_PROMPT.format(question=jr.question, answer=candidate(answer)),
-        "coherence_score",
-        n,
-        "coherence",
-        flags,
-    )
-    try:
-        e_new = _encode(embedder, [answer])
-    except Exception as e:  # noqa: BLE001 - OfflineError, model errors
-        raise _Stop("infra_error", f"embedding failed for answer {n}: {type(e).__name__}: {e}") from e
-    novelty = 1.0 if emb_prev is None else novelty_against(e_new[0], emb_prev)
-    return coherence, e_new, novelty, (await jr.llm_novelty(answer, answers, n, flags) if llm else None)
-
-
 def _runnable(
     item: Item, target: NamedModel, judge: NamedModel | None, variant: str, max_answers: int, temperature: float
 ) -> Any:
@@ -384,9 +365,14 @@ async def run_generation(
                 break
             answer, thoughts = extract_answer(got[0], variant), got[1]
             flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
-            coherence, e_new, novelty, llm_nov = await _scores(
-                jr, embedder, answer, answers, emb_prev, n, flags, llm_novelty
-            )
+            prompt = COHERENCE_PROMPT.format(question=jr.question, answer=candidate(answer))
+            coherence = await jr.ask(prompt, "coherence_score", n, "coherence", flags)  # B.2
+            try:
+                e_new = _encode(embedder, [answer])
+            except Exception as e:  # noqa: BLE001 - OfflineError, model errors
+                raise _Stop("infra_error", f"embedding failed for answer {n}: {type(e).__name__}: {e}") from e
+            novelty = 1.0 if emb_prev is None else novelty_against(e_new[0], emb_prev)  # B.3
+            llm_nov = await jr.llm_novelty(answer, answers, n, flags) if llm_novelty else None  # B.4
             stop = stopping_condition(coherence, novelty, llm_nov, tau_c=tau_c, tau_n=tau_n, tau_llm=tau_llm)
             rec: dict[str, Any] = {"answer_num": n, "answer": answer}
             rec |= ({"thoughts": thoughts} if thoughts else {}) | ({"flags": flags} if flags else {})
