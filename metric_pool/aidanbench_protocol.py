@@ -259,25 +259,6 @@ class _Judging:
         return 1.0 - max(int(r) for r in results) / 100  # type: ignore[arg-type]
 
 
-async def _target_answer(
-    target: NamedModel, runnable: Any, prompt: str, n: int, records: list[dict[str, Any]]
-) -> tuple[str, str] | None:
-    """The n-th reply's final text and reasoning; None when a content filter ends the question (B.5); raises _Stop."""
-    try:
-        out = await ainvoke(target, [HumanMessage(content=prompt)], runnable=runnable)
-    except ModelCallError as e:
-        if records and any(t in e.message.lower() for t in CONTENT_FILTER_TERMS):
-            records[-1].update(stopping_condition=CONTENT_ERROR, final_stopping_condition=CONTENT_ERROR)
-            records[-1]["error_message"] = e.message
-            return None
-        raise _Stop("infra_error", f"target call failed for answer {n}: {e.message}") from e
-    got = read_reply(out)
-    if got["status"] != "ok":  # D.10: a truncated or empty answer ends the question, flagged
-        cut = "cut by the token limit" if got["status"] == "truncated" else "has no final text"
-        raise _Stop(got["status"], f"target reply for answer {n} {cut} (finish_reason {got['finish_reason']!r})")
-    return got["text"], got["reasoning"] or ""
-
-
 def _runnable(
     item: Item, target: NamedModel, judge: NamedModel | None, variant: str, max_answers: int, temperature: float
 ) -> Any:
@@ -360,10 +341,21 @@ async def run_generation(
     error: str | None = None
     try:
         for n in range(1, max_answers + 1):
-            got = await _target_answer(target, runnable, generation_prompt(jr.question, answers, cot=cot), n, records)
-            if got is None:
-                break
-            answer, thoughts = extract_answer(got[0], variant), got[1]
+            try:
+                msgs = [HumanMessage(content=generation_prompt(jr.question, answers, cot=cot))]
+                out = await ainvoke(target, msgs, runnable=runnable)
+            except ModelCallError as e:
+                if records and any(t in e.message.lower() for t in CONTENT_FILTER_TERMS):  # B.5: ends the question
+                    records[-1].update(stopping_condition=CONTENT_ERROR, final_stopping_condition=CONTENT_ERROR)
+                    records[-1]["error_message"] = e.message
+                    break
+                raise _Stop("infra_error", f"target call failed for answer {n}: {e.message}") from e
+            got = read_reply(out)
+            if got["status"] != "ok":  # D.10: a truncated or empty answer ends the question, flagged
+                cut = "cut by the token limit" if got["status"] == "truncated" else "has no final text"
+                why = f"target reply for answer {n} {cut} (finish_reason {got['finish_reason']!r})"
+                raise _Stop(got["status"], why)
+            answer, thoughts = extract_answer(got["text"], variant), got["reasoning"] or ""
             flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
             prompt = COHERENCE_PROMPT.format(question=jr.question, answer=candidate(answer))
             coherence = await jr.ask(prompt, "coherence_score", n, "coherence", flags)  # B.2
