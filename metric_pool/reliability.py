@@ -274,8 +274,7 @@ def _offsets(units: dict, keys: list, judges: list[str], seed: int, n_resamples:
             units[k][j] - sum(units[k].values()) / len(units[k]) for k in keys if j in units[k] and len(units[k]) >= 2
         ]
         if diffs:
-            mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
-            out.append(Offset(j, mean, lo, hi, len(diffs)))
+            out.append(Offset(j, *_mean_ci(diffs, seed, n_resamples), len(diffs)))
     return out
 
 
