@@ -16,7 +16,7 @@ from .evaluation import score_added_judge
 from .executors import evaluate_with_executor
 from .metric_choice import ranking_metric
 from .questioning import SelectionPlan, UnclearRequest, run_questioning
-from .requirements import MetricNeeds, metric_needs, none_can_run, ranking_cannot_run
+from .requirements import metric_needs, none_can_run, ranking_cannot_run
 from .runtime import RunContext, State, Update, attach_tools, plan_items, record_sampling
 from .stored_responses import stored_models
 from .targets import default_targets
@@ -32,25 +32,6 @@ def _check_open_creativity_judges(ctx: ScoringContext, items: list[Item], target
             if problem:
                 fix = problem[1] or "pass --judge <model> (it judges coherence after each answer)"
                 raise InputError(problem[0], what=t.name, fix=fix)
-
-
-def _plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[MetricNeeds]:
-    """What each metric of ``plan`` needs and whether this run has it (the confirmation's list)."""
-    items = plan_items(rt, item_ids)
-    attach_tools(rt, items)
-    metrics = planned_metrics(plan, items, rt.metric_options)
-    specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
-    try:
-        targets = default_targets(rt, items)
-    except UnmatchedReplayError:
-        raise
-    except InputError:
-        targets = []  # the evaluation step names the missing targets
-    return metric_needs(
-        specs, items, primary=plan.primary, custom={r.name for r in plan.custom}, judges=[j.name for j in rt.judges],
-        targets=[t.name for t in targets], replay_targets=bool(targets) and all(t.is_replay for t in targets),
-        sandbox=rt.sandbox is not None, allow_self_judge=rt.config.allow_self_judge,
-    )  # fmt: skip
 
 
 def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
@@ -181,9 +162,22 @@ def confirmation(state: State, rt: RunContext, *, show: bool = False) -> dict[st
             metric needs a judge the run lacks.
     """
     plan = MetricPlan.model_validate(state["metric_plan"])
-    needs = _plan_needs(rt, state["selection"]["item_ids"], plan)
+    items = plan_items(rt, state["selection"]["item_ids"])
+    attach_tools(rt, items)
+    metrics = planned_metrics(plan, items, rt.metric_options)
+    specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
+    try:
+        targets = default_targets(rt, items)
+    except UnmatchedReplayError:
+        raise
+    except InputError:
+        targets = []  # the evaluation step names the missing targets
+    needs = metric_needs(
+        specs, items, primary=plan.primary, custom={r.name for r in plan.custom}, judges=[j.name for j in rt.judges],
+        targets=[t.name for t in targets], replay_targets=bool(targets) and all(t.is_replay for t in targets),
+        sandbox=rt.sandbox is not None, allow_self_judge=rt.config.allow_self_judge,
+    )  # fmt: skip
     if rt.config.yes and not show:
-        items = plan_items(rt, state["selection"]["item_ids"])
         ctx = ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge)
         _check_open_creativity_judges(ctx, items, default_targets(rt, items))
         stop = none_can_run(needs) or ranking_cannot_run(needs)
