@@ -265,13 +265,13 @@ class _Call:
         self.call_id = book.begin(model.name, who) if book is not None and not self.batched else None
         # a batched call waits for its batch, not for a connection: no semaphore slot, the batch window as timeout
         self.sem: Any = (
-            _NO_LIMIT
+            contextlib.nullcontext()
             if self.batched
             else current_call_context().semaphore(model.provider or model.name, model.max_in_flight)
         )
         self.started = time.perf_counter()
         self.timeout_s = timeout_s if timeout_s is not None else current_call_context().timeout_s or DEFAULT_TIMEOUT_S
-        self.tag: Any = None
+        self.tag: Any = contextlib.nullcontext  # the request's batch tag
         if self.batched:
             from .batch_collector import BATCH_WAIT_S, request_tag
 
@@ -293,7 +293,7 @@ class _Call:
             self.deadline = now + self.total_s if self.deadline is None else self.deadline + (now - queued)
             try:
                 async with asyncio.timeout(min(self.timeout_s, self.deadline - now)):
-                    with self.tag() if self.tag is not None else contextlib.nullcontext():
+                    with self.tag():
                         return await target.ainvoke(self.sent, **extra)
             except (ValueError, KeyError, IndexError, TypeError) as e:
                 why = malformed_reply(e)
@@ -362,10 +362,6 @@ class _Call:
         fr = finish_reason(raw) if isinstance(raw, BaseMessage) else None
         _annotate(out, latency_s=latency, attempts=attempts, cached=False, cost=cost, finish_reason=fr)
         return out
-
-
-_NO_LIMIT = contextlib.nullcontext()
-"""An ``async with`` that bounds nothing (batched calls hold no semaphore slot)."""
 
 
 def _batched(model: NamedModel) -> bool:
