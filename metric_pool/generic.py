@@ -93,19 +93,6 @@ def _reference_letter(item: Item, letters: list[str]) -> str:
     )
 
 
-def _choice_prediction(response_text: str, letters: list[str]) -> tuple[str | None, str]:
-    """(letter or None, how it was found) for a multiple-choice reply: a boxed letter or final ``ANSWER: X`` line (D.3,
-    D.9), else the prediction text when it is one (wrapped) letter."""
-    text = final_text(response_text or "")
-    got, how = final_option(text, letters)
-    if got is not None:
-        return got, how
-    cand = unwrap_letter(prediction_text(text))
-    if cand is not None and cand.upper() in {x.upper() for x in letters}:
-        return cand, "whole answer"
-    return None, "no answer found"
-
-
 def _score(item: Item, response: Response) -> dict[str, MetricResult]:
     letters = _choice_letters(item)
     if letters:
@@ -121,7 +108,13 @@ def _score(item: Item, response: Response) -> dict[str, MetricResult]:
 
 def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[str, MetricResult]:
     gold = _reference_letter(item, letters)
-    got, how = _choice_prediction(response.text, letters)
+    # a boxed letter or final ANSWER: X line (D.3, D.9), else the prediction text when it is one (wrapped) letter
+    text = final_text(response.text or "")
+    got, how = final_option(text, letters)
+    if got is None:
+        cand = unwrap_letter(prediction_text(text))
+        one = cand is not None and cand.upper() in {x.upper() for x in letters}
+        got, how = (cand, "whole answer") if one else (None, "no answer found")
     details: dict[str, Any] = {"reference": gold, "prediction": got, "found_by": how}
     if got is None:
         details["no_answer"] = True
