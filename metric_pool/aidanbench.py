@@ -391,8 +391,17 @@ class AnswerCountMetrics(Metric):
                 none = f"no {which} with {'an' if key[0] in 'aeiou' else 'a'} {key}"
                 details = {"not_applicable": True, **flag}
                 out.append(_score(item.id, response.model, spec, None, status="not_run", error=none, details=details))
-        ev = _flag_evidence(records, response.metadata)
-        return out if ev is None else [o.model_copy(update={"evidence": [*o.evidence, ev]}) for o in out]
+        flagged = [r for r in records if r.get("flags")]  # answers carrying the judge's own tags (D.14)
+        if not flagged:
+            return out
+        nums = [r.get("answer_num") for r in flagged]
+        meta = response.metadata
+        raw = [e.get("raw", "") for e in meta.get("judge_raw") or [] if e.get("answer_num") in nums and e.get("flags")]
+        ev = JudgeReplyEvidence(
+            judge=str(meta.get("judge") or ""), raw=raw, attempts=len(raw), structured="text",
+            flags=sorted({f for r in flagged for f in r["flags"]}), details={"answer_nums": nums},
+        )  # fmt: skip
+        return [o.model_copy(update={"evidence": [*o.evidence, ev]}) for o in out]  # on every score of the question
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
         """The pooled means (D.6, D.15) and the leaderboard total (B.6) of each model."""
@@ -430,19 +439,6 @@ def _by_temperature(lists: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> di
     for t, recs in lists:
         out[t] += leaderboard_count(recs)
     return out
-
-
-def _flag_evidence(records: list[dict[str, Any]], metadata: dict[str, Any]) -> JudgeReplyEvidence | None:
-    """The judge replies about answers carrying the judge's own tags (D.14), put on every score of the question."""
-    flagged = [r for r in records if r.get("flags")]
-    if not flagged:
-        return None
-    nums = [r.get("answer_num") for r in flagged]
-    raw = [e.get("raw", "") for e in metadata.get("judge_raw") or [] if e.get("answer_num") in nums and e.get("flags")]
-    return JudgeReplyEvidence(
-        judge=str(metadata.get("judge") or ""), raw=raw, attempts=len(raw), structured="text",
-        flags=sorted({f for r in flagged for f in r["flags"]}), details={"answer_nums": nums},
-    )  # fmt: skip
 
 
 def _pooled(model: str, got: list, failed: int, spec: MetricSpec, key: str, first: bool) -> Score:
