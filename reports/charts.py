@@ -23,14 +23,14 @@ def pyplot() -> Any:
     return plt
 
 
-def _save(plt: Any, fig: Any, path: Path, root: Path | None) -> Path:
-    """Write ``fig`` as PNG to ``path`` whole, following no link below ``root`` (default: ``path``'s folder)."""
+def _save(plt: Any, fig: Any, path: Path, root: Path) -> Path:
+    """Write ``fig`` as PNG to ``path`` whole, following no link below ``root``."""
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=110)
     finally:
         plt.close(fig)
-    return write_bytes_in(root if root is not None else Path(path).parent, path, buf.getvalue())
+    return write_bytes_in(root, path, buf.getvalue())
 
 
 def ranking_chart(
@@ -42,7 +42,7 @@ def ranking_chart(
     *,
     metric: str,
     scale: str,
-    root: Path | None = None,
+    root: Path,
 ) -> Path:
     """Horizontal bar chart of per-model means with 95% CI error bars (none for NaN bounds).
 
@@ -83,7 +83,7 @@ def heatmap(
     values: list[list[float]],
     *,
     title: str,
-    root: Path | None = None,
+    root: Path,
 ) -> Path:
     """Annotated heatmap (rows x cols) on a 0-10 colour scale, e.g. model x rubric criterion.
 

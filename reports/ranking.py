@@ -401,12 +401,10 @@ RANKING_HEADERS = ["rank", "target model", "mean per item", "95% CI (bootstrap)"
 RANKING_KEYS = ("rank", "model", "mean", "ci", "total", "n", "failed")
 
 
-def ranking_rows(
-    stats: list[ModelStat], spec: MetricSpec, pairs: list[dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
+def ranking_rows(stats: list[ModelStat], spec: MetricSpec, pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ranking table's rows as printed, in ``stats`` order (keys :data:`RANKING_KEYS`; ``pairs`` decide ties)."""
     ranked = [s for s in stats if s.summary is not None]
-    labels = rank_labels(tie_groups(ranked, pairs or []))
+    labels = rank_labels(tie_groups(ranked, pairs))
     rows = []
     for s in stats:
         sm = s.summary

@@ -97,8 +97,8 @@ def js_assign(name: str, data: Any) -> str:
     )
 
 
-def write_report_json(path: Path, data: dict[str, Any], *, root: Path | None = None) -> Path:
+def write_report_json(path: Path, data: dict[str, Any], *, root: Path) -> Path:
     """Write the report's data as JSON (:func:`jsonable`, keys in URLs masked), whole, no link followed in ``root``."""
     text = redact_secrets(json.dumps(jsonable(data), ensure_ascii=False, indent=1))
-    atomic_write_text(path, text, root=root if root is not None else Path(path).parent)
+    atomic_write_text(path, text, root=root)
     return path

@@ -238,12 +238,12 @@ def _into_additions(root: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def additions_text(added: list[dict[str, Any]], *, judges: bool | None = None) -> str:
+def additions_text(added: list[dict[str, Any]], *, judges: bool) -> str:
     """``"replay:openai/4o added by ask --into at 2026-12-01 20:08 UTC"`` for :func:`_into_additions`' rows.
 
     Args:
         added: :func:`_into_additions` rows.
-        judges: None: everything; False: the target models and ranking metrics only; True: the judges only.
+        judges: False: the target models and ranking metrics; True: the judges.
 
     Returns:
         The text ("" for none).
@@ -257,10 +257,8 @@ def additions_text(added: list[dict[str, Any]], *, judges: bool | None = None) -
                 parts.append(f"{', '.join(a['judges'])} added {by}")
             continue
         did = [f"{', '.join(a['models'])} added"] if a["models"] else []
-        if judges is None:
-            did += [f"judge {', '.join(a['judges'])} added beside the run's"] if a.get("judges") else []
         did += [f"ranking metric set to {a['metric']}"] if a.get("metric") else []
-        if not did and judges is False and a.get("judges"):
+        if not did and a.get("judges"):
             continue  # an --into that added only a judge: said in the judge field
         parts.append(f"{', '.join(did) or 'nothing new added'} {by}")
     return "; ".join(parts)
@@ -511,9 +509,7 @@ def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tupl
     return files
 
 
-def write_runs_page(
-    out_dir: str | Path, runs: list[RunEntry], comparisons: list[tuple[str, str]] | None = None
-) -> Path:
+def write_runs_page(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tuple[str, str]]) -> Path:
     """Write the home page ``out_dir/index.html`` (static, every value escaped): the runs index, then the comparisons.
 
     Args:
@@ -531,6 +527,6 @@ def write_runs_page(
         folder=str(out_dir),
         columns=COLUMNS,
         runs=[(r, r.cells()) for r in runs],
-        comparisons=comparisons or [],
+        comparisons=comparisons,
     )
     return write_text_in(out_dir, out_dir / "index.html", html)

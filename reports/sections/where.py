@@ -76,7 +76,6 @@ def where_report(
     pool: Statistics,
     n_resamples: int = 10000,
     seed: int = 0,
-    limit: int = 10,
     leaders: list[str] | None = None,
     separated: bool = True,
 ) -> WhereReport | None:
@@ -91,7 +90,6 @@ def where_report(
         pool: the metric pool's facet statistics (``facet_winners``, ``lead_sources``, ``order_departures``).
         n_resamples: resamples of the paired tests.
         seed: their seed.
-        limit: how many items the departures list shows.
         leaders: the models sharing first place overall (default: those with the top mean exactly); with more
             than one there is no single overall winner to place per facet value.
         separated: whether the paired test separates the single leader from the runner-up (the Answer's
@@ -127,7 +125,7 @@ def where_report(
     winner = leaders[0] if len(leaders) == 1 else None
     lead = pool.lead_sources(values, facet_of[main], main, winner, ranked[1][0]) if winner is not None else []
     sentences = facet_sentences(tables, main, spec, ranked, winner, separated, lead, values, facet_of[main])
-    departures = pool.order_departures(values, dict(ranked), higher_is_better=spec.higher_is_better, limit=limit)
+    departures = pool.order_departures(values, dict(ranked), higher_is_better=spec.higher_is_better, limit=10)
     if departures:
         blocks += [
             Heading("Items where the order differs most"),
