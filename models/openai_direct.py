@@ -60,11 +60,12 @@ OFFICIAL_BASE = "https://api.openai.com/v1"
 _HOLDERS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]]" = weakref.WeakKeyDictionary()
 
 
-async def _hold_session(loop: asyncio.AbstractEventLoop, limit: int) -> AsyncIterator[Any]:
-    """Owns one session until the loop closes it (``asyncio.run``'s ``shutdown_asyncgens``) or ``aclose``."""
+async def _hold_session(loop: asyncio.AbstractEventLoop) -> AsyncIterator[Any]:
+    """Owns one session (1,024 connections: calls.py's semaphores bound concurrency) until the loop closes it
+    (``asyncio.run``'s ``shutdown_asyncgens``) or ``aclose``."""
     import aiohttp
 
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit))
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1024, limit_per_host=1024))
     try:
         yield session
     finally:
@@ -74,14 +75,12 @@ async def _hold_session(loop: asyncio.AbstractEventLoop, limit: int) -> AsyncIte
 
 
 async def _session() -> Any:
-    """The running loop's pooled session (1,024 connections: calls.py's semaphores bound concurrency)."""
+    """The running loop's pooled session."""
     loop = asyncio.get_running_loop()
     held = _HOLDERS.get(loop)
     if held is None or held[1].closed:
-        gen = _hold_session(loop, limit=1024)
-        session = await gen.__anext__()
-        held = (gen, session)
-        _HOLDERS[loop] = held
+        gen = _hold_session(loop)
+        held = _HOLDERS[loop] = (gen, await gen.__anext__())
     return held[1]
 
 
