@@ -64,16 +64,6 @@ def query_for(item: Item, idea: str) -> str:
     return f"{first_sentence(idea)} {first_sentence(q or '')}".strip()
 
 
-def format_reward(item: Item, response: Response) -> int | None:
-    """R_format (E.4): 1 when the reply closed a reasoning block and gave a non-empty ``<answer>``; None when the
-    prompt did not ask for ``<answer>`` tags."""
-    if "<answer>" not in (item.prompt or ""):
-        return None
-    closed = bool(response.reasoning and response.reasoning.strip()) or "</think>" in (response.text or "")
-    found = _ANSWER.findall(final_text(response.text))
-    return int(closed and bool(found) and bool(found[-1].strip()))
-
-
 LITERATURE = (
     r"(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
     r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)"
@@ -205,7 +195,10 @@ class RetrievalNoveltyMetric(Metric):
         s_avg = sum(sims) / len(sims)  # E.2, E.3
         s_inn = min(10.0, max(0.0, 10.0 * (1.0 - s_avg)))
         r_nov = 1.0 if s_inn > self.tau else 0.0
-        r_fmt = format_reward(item, response)
+        # R_format (E.4): a closed reasoning block and a non-empty <answer>; None when the prompt asked for no tags
+        closed = bool(response.reasoning and response.reasoning.strip()) or "</think>" in (response.text or "")
+        tagged = _ANSWER.findall(final_text(response.text))
+        r_fmt = int(closed and bool(tagged) and bool(tagged[-1].strip())) if "<answer>" in (item.prompt or "") else None
         found = f"{len(hits)} of {self.n} works found" if len(hits) < self.n else f"{len(hits)} works"
         works = "; ".join(f"{w['title']} ({w['similarity']:.3f})" for w in evidence["works"])
         base = f"S_avg = {s_avg:.4f} over {found} ({works}); S_inn = clip(10 (1 - S_avg), 0, 10) = {s_inn:.4f}"
