@@ -21,13 +21,7 @@ from typing import Any, Callable, Sequence
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
@@ -251,9 +245,7 @@ def to_chat_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
     their JSON, tool results as user turns)."""
     out: list[dict[str, str]] = []
     for m in messages:
-        if isinstance(m, SystemMessage):
-            out.append({"role": "system", "content": _text(m.content)})
-        elif isinstance(m, ToolMessage):
+        if isinstance(m, ToolMessage):
             out.append({"role": "user", "content": f"Result of tool {m.name or m.tool_call_id}: {_text(m.content)}"})
         elif isinstance(m, AIMessage):
             text = _text(m.content)
@@ -263,9 +255,7 @@ def to_chat_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
                 )
                 text = f"{text}\n{calls}".strip()
             out.append({"role": "assistant", "content": text})
-        elif isinstance(m, HumanMessage):
-            out.append({"role": "user", "content": _text(m.content)})
-        else:
+        else:  # system, human and other messages by their type
             role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
             out.append(
                 {"role": role if role in ("system", "user", "assistant") else "user", "content": _text(m.content)}
