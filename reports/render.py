@@ -16,17 +16,16 @@ from .blocks import markdown_table
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
-    """Fill ``template`` with ``data``; jinja2.UndefinedError names a missing key.
+def render_report(data: dict[str, Any]) -> str:
+    """Fill ``report.md.j2`` with ``data``; jinja2.UndefinedError names a missing key.
 
     Args:
         data: header, narrative, sections (each :meth:`~.blocks.Section.to_dict`), limitations, failures, warnings.
-        template: the template file name.
 
     Returns:
         The Markdown text.
     """
-    return _environment().get_template(template).render(**{"sections": [], **data})
+    return _environment().get_template("report.md.j2").render(**{"sections": [], **data})
 
 
 @functools.lru_cache(maxsize=1)
