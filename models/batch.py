@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import httpx
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.messages.ai import InputTokenDetails, UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
@@ -95,7 +95,7 @@ def anthropic_messages(
                     {"type": "tool_use", "id": tc.get("id"), "name": tc["name"], "input": tc.get("args") or {}}
                 )
             add("assistant", blocks or [{"type": "text", "text": ""}])
-        elif isinstance(m, HumanMessage) or getattr(m, "type", "") == "human":
+        elif m.type == "human":
             add("user", _blocks(m.content))
         else:
             raise TypeError(f"cannot send a {type(m).__name__} to the Anthropic Messages API")
