@@ -184,8 +184,16 @@ class RetrievalNoveltyMetric(Metric):
             why = f"no related work found for the query {query!r} ({backend}); novelty not scored"
             fields = {"details": {"not_applicable": True}, "evidence": [as_evidence(evidence)]}
             return [score_for(item, response, s.name, None, status="not_run", error=why, **fields) for s in self.specs]
-        try:
-            sims = self._similarities(ctx, idea, hits, evidence)
+        loaded = ctx.embedder is None
+        try:  # cos(idea, work) for each work found (title and snippet), with the run's embedder
+            # imported here, not at import: the metric registry imports this module for every run
+            from .embeddings import cosine_matrix
+
+            embedder = self._embedder(ctx)
+            if loaded:
+                evidence["embedder"] = str(getattr(embedder, "name", evidence["embedder"]))
+            emb = embedder([idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits])
+            sims = [float(c) for c in cosine_matrix(emb[:1], emb[1:])[0]]
         except Exception as e:  # noqa: BLE001
             return self.failed(
                 item, response, "infra_error", f"embedding failed: {type(e).__name__}: {e}", evidence=[evidence]
@@ -217,15 +225,3 @@ class RetrievalNoveltyMetric(Metric):
             score_for(item, response, name, value, rationale=why, evidence=ev, details=details)
             for name, (value, why) in rationales.items()
         ]
-
-    def _similarities(self, ctx: ScoringContext, idea: str, hits: list[dict], evidence: dict[str, Any]) -> list[float]:
-        """cos(idea, work) for each work found (title and snippet), with the run's embedder."""
-        loaded = ctx.embedder is None
-        embedder = self._embedder(ctx)
-        if loaded:
-            evidence["embedder"] = str(getattr(embedder, "name", evidence["embedder"]))
-        # imported here, not at import: the metric registry imports this module for every run
-        from .embeddings import cosine_matrix
-
-        emb = embedder([idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits])
-        return [float(c) for c in cosine_matrix(emb[:1], emb[1:])[0]]
