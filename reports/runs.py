@@ -11,6 +11,7 @@ import datetime as _dt
 import json
 import os
 import re
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -156,21 +157,15 @@ _STAMP = re.compile(r"^(\d{8})-(\d{6})-")
 
 
 def _started(root: Path, run_id: str, log: list[dict[str, Any]]) -> str:
-    for row in log[:1]:
-        t = row.get("timestamp")
-        if isinstance(t, str):
-            try:
-                return _dt.datetime.fromisoformat(t.replace("Z", "+00:00")).astimezone(_dt.timezone.utc).isoformat()
-            except ValueError:
-                pass
+    t = log[0].get("timestamp") if log else None
+    if isinstance(t, str):
+        with suppress(ValueError):
+            return _dt.datetime.fromisoformat(t.replace("Z", "+00:00")).astimezone(_dt.timezone.utc).isoformat()
     m = _STAMP.match(run_id)
     if m:  # new_run_id's local time stamp
-        try:
-            return (
-                _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").astimezone(_dt.timezone.utc).isoformat()
-            )
-        except ValueError:
-            pass
+        with suppress(ValueError):
+            stamp = _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S")
+            return stamp.astimezone(_dt.timezone.utc).isoformat()
     try:
         st = os.stat(root / "config.json", follow_symlinks=False)
     except OSError:
