@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -182,10 +183,8 @@ def export_run(run_dir: str | Path, fmt: str, dest: str | Path | None = None) ->
     if dest == run_dir or run_dir in dest.parents:
         root = run_dir
     else:
-        try:  # the run's own folder given another way (absolute, through the run folder's link)
+        with suppress(ValueError, OSError):  # the run's own folder given another way (absolute, through its link)
             dest = run_dir / dest.resolve().relative_to(run_dir.resolve())
             root = run_dir
-        except (ValueError, OSError):
-            pass
     encoded = {name: _encode(name, fmt, rows) for name, rows in tables.items()}  # every table, before any write
     return [write_bytes_in(root, dest / f"{name}.{fmt}", data) for name, data in encoded.items()]
