@@ -280,22 +280,20 @@ def _offsets(units: dict, keys: list, judges: list[str], seed: int, n_resamples:
 
 def _self_preferences(units: dict, keys: list, judges: list[str], seed: int, n_resamples: int) -> list[SelfPreference]:
     out = []
-    for j in judges:
-        for t in sorted({k[1] for k in keys}):
-            if not same_model(j, t):
-                continue
-            diffs = [
-                units[k][j] - sum(v for x, v in units[k].items() if x != j) / (len(units[k]) - 1)
-                for k in keys
-                if k[1] == t and j in units[k] and len(units[k]) >= 2
-            ]
-            if diffs:
-                mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
-                if _no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
-                    sig = bool(mean) and sign_flip_p(diffs, n_resamples=n_resamples, seed=seed) < 0.05
-                else:
-                    sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
-                out.append(SelfPreference(j, t, ModelRef.parse(t).identity, mean, lo, hi, len(diffs), sig))
+    targets = sorted({k[1] for k in keys})
+    for j, t in ((j, t) for j in judges for t in targets if same_model(j, t)):
+        diffs = [
+            units[k][j] - sum(v for x, v in units[k].items() if x != j) / (len(units[k]) - 1)
+            for k in keys
+            if k[1] == t and j in units[k] and len(units[k]) >= 2
+        ]
+        if diffs:
+            mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
+            if _no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
+                sig = bool(mean) and sign_flip_p(diffs, n_resamples=n_resamples, seed=seed) < 0.05
+            else:
+                sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
+            out.append(SelfPreference(j, t, ModelRef.parse(t).identity, mean, lo, hi, len(diffs), sig))
     return out
 
 
