@@ -292,12 +292,9 @@ def _differ_most(gapped: list[tuple[str, Any]], unit: str) -> list[str]:
     widest = max(gap(r) for _f, r in gapped)
     if widest <= 0:
         return []
-    seen: set[str] = set()
-    most = []
+    most: dict[str, tuple[str, Any]] = {}  # each value once, an untied first group before a tied one
     for f, r in sorted(((f, r) for f, r in gapped if gap(r) == widest), key=lambda fr: len(fr[1].first) > 1):
-        if r.value not in seen:
-            seen.add(r.value)
-            most.append((f, r))
+        most.setdefault(r.value, (f, r))
     return [
         "The models differ most in "
         + "; ".join(
@@ -309,7 +306,7 @@ def _differ_most(gapped: list[tuple[str, Any]], unit: str) -> list[str]:
                 if r.test is not None
                 else ""
             )
-            for facet, r in most
+            for facet, r in most.values()
         )
         + "."
     ]
