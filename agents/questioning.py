@@ -202,17 +202,6 @@ def _request_message(request: str, catalog: Catalog) -> HumanMessage:
     )
 
 
-async def llm_plan(
-    request: str, catalog: Catalog, agent: NamedModel, k: int | None, seed: int
-) -> tuple[SelectionPlan, list[str]]:
-    """(plan, raw replies) from ``agent`` as structured output; ValueError when it gives no usable plan."""
-    msgs = [SystemMessage(content=PLAN_SYSTEM), _request_message(request, catalog)]
-    reply = await ask_agent(agent, msgs, SelectionPlan)
-    if reply.parsed is None:
-        raise ValueError(reply.error or "no plan")
-    return _clean_plan(reply.parsed, catalog, agent, k, seed), list(reply.raw)
-
-
 class PlanArgs(BaseModel):
     """Arguments of the ``submit_selection_plan`` tool: the agent's final plan.
 
@@ -374,9 +363,12 @@ async def run_questioning(
                 plan, calls = await tool_plan(request, catalog, agent, bound, k, seed)
                 trace["tool_calls"] = calls
             else:
-                trace["path"] = "structured"
-                plan, raw = await llm_plan(request, catalog, agent, k, seed)
-                trace["agent_raw"] = raw
+                trace["path"] = "structured"  # the plan as structured output
+                msgs = [SystemMessage(content=PLAN_SYSTEM), _request_message(request, catalog)]
+                reply = await ask_agent(agent, msgs, SelectionPlan)
+                if reply.parsed is None:
+                    raise ValueError(reply.error or "no plan")
+                plan, trace["agent_raw"] = _clean_plan(reply.parsed, catalog, agent, k, seed), list(reply.raw)
             items = apply_plan(plan, catalog)
             plan.kind_by = f"agent model {agent.name}" if plan.question_kind else "offline rules"
             plan.question_kind, plan.kind_note = agent_kind(plan.question_kind, request, models)
