@@ -287,9 +287,7 @@ def coverage(scores: list[Score], spec: MetricSpec, models: list[str], selected:
     worst_v = None if math.isinf(worst) else float(worst)
     wrong = {}
     if worst_v is not None:
-        for m in scored:
-            vals = [own[m].get(i, worst_v) for i in tried]
-            wrong[m] = (len(vals), sum(vals) / len(vals))
+        wrong = {m: (len(tried), sum(own[m].get(i, worst_v) for i in tried) / len(tried)) for m in scored}
     return Coverage(
         selected=selected,
         shared=shared,
