@@ -18,7 +18,6 @@ __all__ = [
     "DOMINANCE_SHARE",
     "NEAR_TIE",
     "WHERE_REQUEST",
-    "asks_where",
     "dominant_item",
     "facet_sentences",
     "group_text",
@@ -56,11 +55,6 @@ def item_link(item_id: str) -> str:
         The relative link.
     """
     return f"viewer/index.html#/item/{quote(item_id, safe='')}"
-
-
-def asks_where(request: str) -> bool:
-    """Whether ``request`` asks where the models differ (:data:`WHERE_REQUEST`)."""
-    return bool(WHERE_REQUEST.search(request or ""))
 
 
 DOMINANCE_SHARE = 0.4

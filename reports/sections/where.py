@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import Item, MetricSpec, Score
-from ..answer.where import asks_where, facet_sentences, group_text, item_link, main_facet
+from ..answer.where import WHERE_REQUEST, facet_sentences, group_text, item_link, main_facet
 from ..blocks import Block, Heading, Section, Table, Text
 from ..context import ReportContext, Statistics
 from ..format import fmt2, fmt_p
@@ -132,7 +132,7 @@ def where_report(
             Text(DEPARTURES),
             _departures(departures, models, spec),
         ]
-    return WhereReport(blocks=blocks, sentences=sentences, leads=asks_where(request))
+    return WhereReport(blocks=blocks, sentences=sentences, leads=bool(WHERE_REQUEST.search(request or "")))
 
 
 def _departures(departures: list[Any], models: list[str], spec: MetricSpec) -> Table:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from sgieval.cli import app
-from sgieval.reports.answer.where import asks_where
+from sgieval.reports.answer.where import WHERE_REQUEST
 from sgieval.reports.sections.where import item_link
 from typer.testing import CliRunner
 
@@ -109,6 +109,7 @@ def test_a_ranking_request_states_the_verdict_first(tmp_path):
 
 
 def test_where_words():
+    asks_where = WHERE_REQUEST.search
     assert asks_where("Where do the models disagree?") and asks_where("In which fields does o1-mini lead?")
     assert asks_where("which topics favour llama?") and not asks_where("Which model is the most creative?")
     assert item_link("sciaidanbench/chemistry/2") == "viewer/index.html#/item/sciaidanbench%2Fchemistry%2F2"
