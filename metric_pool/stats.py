@@ -360,43 +360,40 @@ class HedgedCapitalCS:
         Raises:
             ValueError: a value outside [0, 1], or more values than the population holds.
         """
-        for x in np.asarray(values, dtype=float).ravel():
-            self._step(float(x))
-
-    def _step(self, x: float) -> None:
-        if not (0.0 <= x <= 1.0):
-            raise ValueError(f"a confidence sequence value must lie in [0, 1], got {x}")
-        n = self.population
-        if n is not None and self.t >= n:
-            raise ValueError(f"more values than the population of {n} holds")
-        t = self.t + 1
-        lam = math.sqrt(2.0 * math.log(2.0 / self.alpha) / (self._sigma2 * t * math.log(1.0 + t)))
-        mu = (n * self.m - self.total) / (n - t + 1) if n is not None else self.m
-        self._alive &= (mu >= 0.0) & (mu <= 1.0)
-        mu = np.clip(mu, 0.0, 1.0)
-        with np.errstate(divide="ignore"):
-            lam_pos = np.minimum(lam, self.trunc / mu)
-            lam_neg = np.minimum(lam, self.trunc / (1.0 - mu))
-        d = x - mu
-        # each factor is at least 1 - c > 0: 1 + min(lam, c/mu) (x - mu) >= 1 - c since x - mu >= -mu
-        self._log_pos += np.log1p(lam_pos * d)
-        self._log_neg += np.log1p(-lam_neg * d)
-        self.t = t
-        self.total += x
-        self._sq += (x - (0.5 + self.total) / (t + 1)) ** 2
-        self._sigma2 = (0.25 + self._sq) / (t + 1)
-        hedged = np.maximum(self._log_pos + math.log(0.5), self._log_neg + math.log(0.5))
-        inside = self._alive & (hedged < math.log(1.0 / self.alpha))
-        step = 1.0 / self.grid
-        lo, hi = 0.0, 1.0
-        if inside.any():
-            idx = np.flatnonzero(inside)
-            lo, hi = max(0.0, self.m[idx[0]] - step), min(1.0, self.m[idx[-1]] + step)
-        if n is not None:  # what is known for certain of a finite population whatever the rest holds
-            lo, hi = max(lo, self.total / n), min(hi, 1.0 - (t - self.total) / n)
-        self._lo, self._hi = max(self._lo, lo), min(self._hi, hi)
-        if self._lo > self._hi:  # only a miscovering sequence can cross: keep one point, the middle
-            self._lo = self._hi = (self._lo + self._hi) / 2.0
+        for x in map(float, np.asarray(values, dtype=float).ravel()):
+            if not (0.0 <= x <= 1.0):
+                raise ValueError(f"a confidence sequence value must lie in [0, 1], got {x}")
+            n = self.population
+            if n is not None and self.t >= n:
+                raise ValueError(f"more values than the population of {n} holds")
+            t = self.t + 1
+            lam = math.sqrt(2.0 * math.log(2.0 / self.alpha) / (self._sigma2 * t * math.log(1.0 + t)))
+            mu = (n * self.m - self.total) / (n - t + 1) if n is not None else self.m
+            self._alive &= (mu >= 0.0) & (mu <= 1.0)
+            mu = np.clip(mu, 0.0, 1.0)
+            with np.errstate(divide="ignore"):
+                lam_pos = np.minimum(lam, self.trunc / mu)
+                lam_neg = np.minimum(lam, self.trunc / (1.0 - mu))
+            d = x - mu
+            # each factor is at least 1 - c > 0: 1 + min(lam, c/mu) (x - mu) >= 1 - c since x - mu >= -mu
+            self._log_pos += np.log1p(lam_pos * d)
+            self._log_neg += np.log1p(-lam_neg * d)
+            self.t = t
+            self.total += x
+            self._sq += (x - (0.5 + self.total) / (t + 1)) ** 2
+            self._sigma2 = (0.25 + self._sq) / (t + 1)
+            hedged = np.maximum(self._log_pos + math.log(0.5), self._log_neg + math.log(0.5))
+            inside = self._alive & (hedged < math.log(1.0 / self.alpha))
+            step = 1.0 / self.grid
+            lo, hi = 0.0, 1.0
+            if inside.any():
+                idx = np.flatnonzero(inside)
+                lo, hi = max(0.0, self.m[idx[0]] - step), min(1.0, self.m[idx[-1]] + step)
+            if n is not None:  # what is known for certain of a finite population whatever the rest holds
+                lo, hi = max(lo, self.total / n), min(hi, 1.0 - (t - self.total) / n)
+            self._lo, self._hi = max(self._lo, lo), min(self._hi, hi)
+            if self._lo > self._hi:  # only a miscovering sequence can cross: keep one point, the middle
+                self._lo = self._hi = (self._lo + self._hi) / 2.0
 
     @property
     def interval(self) -> tuple[float, float]:
