@@ -76,16 +76,3 @@ def self_preference(
                 "answers (self-preference)"
             )
     return out
-
-
-def self_judged(judges: list[str], models: list[str]) -> list[str]:
-    """The judges that are also target models.
-
-    Args:
-        judges: the run's judges.
-        models: the target models.
-
-    Returns:
-        Those judges, in ``judges`` order.
-    """
-    return [j for j in judges if any(same_model(j, m) for m in models)]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core import same_model
 from .context import ReportContext
 from .format import count_phrase
-from .judges import judgement_sources, self_judged, self_preference
+from .judges import judgement_sources, self_preference
 
 
 def limitations(ctx: ReportContext, sgi_missing: list[str]) -> list[str]:
@@ -50,7 +51,8 @@ def limitations(ctx: ReportContext, sgi_missing: list[str]) -> list[str]:
         f"Self-preference: {x}."
         for x in self_preference([s.model for s in ranked], sources, judges, ctx.allow_self_judge)
     ]
-    out += _judge_lines(judges, bool(sources), ctx.header, self_judged(judges, models), ctx.allow_self_judge)
+    selfj = [j for j in judges if any(same_model(j, m) for m in models)]  # judges that are also target models
+    out += _judge_lines(judges, bool(sources), ctx.header, selfj, ctx.allow_self_judge)
     scored_metrics = {s.metric for s in ctx.scores}
     out += [f"{sp.name}: {sp.aggregation}" for sp in ctx.specs if sp.aggregation and sp.name in scored_metrics]
     return out + _pair_limitations(ctx.pairs, ctx.spec.name) + sgi_missing
