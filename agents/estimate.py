@@ -29,18 +29,13 @@ NARRATIVE_OUTPUT_TOKENS = 400
 
 
 def _max_tokens(model: NamedModel) -> int | None:
-    chat = model.chat
-    for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-        v = getattr(chat, name, None)
-        if isinstance(v, int) and v > 0:
-            return v
-    v = model.params.get("max_tokens")
-    return v if isinstance(v, int) and v > 0 else None
+    found = [getattr(model.chat, n, None) for n in ("max_tokens", "max_completion_tokens", "max_output_tokens")]
+    return next((v for v in [*found, model.params.get("max_tokens")] if isinstance(v, int) and v > 0), None)
 
 
 def _typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: str = "") -> tuple[int, str]:
-    """(tokens, source phrase) of a typical target answer: the median of ``stored`` answers (counted for ``model``), else
-    the items' benchmark's :data:`TYPICAL_OUTPUT_TOKENS`, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`."""
+    """(tokens, source phrase) of a typical target answer: the median of ``stored`` answers (counted for ``model``),
+    else the items' benchmark's :data:`TYPICAL_OUTPUT_TOKENS`, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`."""
     counter = token_counter(model)
     if stored:
         n = int(statistics.median(counter.count(t) for t in stored))

@@ -124,8 +124,8 @@ async def run_units(
     num_cpus: int | None = None,
 ) -> list[R]:  # fmt: skip
     """Run async ``fn(shard) -> list[result]`` over ``units`` (local: one call; ray: one picklable task per shard,
-    ``num_shards`` default the cluster's CPUs) and concatenate the results in shard order; ``on_shard`` gets each shard's
-    results here as it finishes.  InputError for an unknown executor or missing Ray."""
+    ``num_shards`` default the cluster's CPUs) and concatenate the results in shard order; ``on_shard`` gets each
+    shard's results here as it finishes.  InputError for an unknown executor or missing Ray."""
     _check(executor)
     units = list(units)
     if executor == "local" or not units:

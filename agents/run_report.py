@@ -174,7 +174,8 @@ def _header(
 
 
 def _run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
-    """(the report's warnings about the run itself, ``replay:<model>`` when the request names exactly one stored model)."""
+    """(the report's warnings about the run itself, ``replay:<model>`` when the request names exactly one stored
+    model, else None)."""
     warnings = []
     smoke = [
         m.name for m in [*rt.judges, *rt.added_judges, *rt.targets, *([rt.agent] if rt.agent else [])] if m.smoke_test

@@ -41,16 +41,6 @@ def after_confirm(state: EvalState) -> str:
     return "evaluation" if state.get("confirmed") else END
 
 
-async def _unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any] | None:
-    """The estimate of a run confirmed with ``--yes``, for the report's cost section; None (logged) when it fails: the run
-    goes on."""
-    try:
-        return await estimate_step(state, rt)
-    except Exception as e:  # noqa: BLE001 - the estimate informs the report; the run it describes goes on
-        get_logger("sgieval").warning("estimate failed; the run goes on without one", reason=f"{type(e).__name__}: {e}")
-        return None
-
-
 def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
     """Compile the four-agent evaluation graph; each invocation brings its run context (``context=rt``).
 
@@ -84,8 +74,15 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
             metrics = confirmation(state, c, show=True) or {}
             return {"confirmed": False, "estimate": estimate, "dry_run_metrics": metrics}
         payload = confirmation(state, c)
-        if payload is None:  # --yes: no question; the estimate is still made, for the report
-            return {"confirmed": True, "estimate": state.get("estimate") or await _unattended_estimate(state, c)}
+        if payload is None:  # --yes: no question; the estimate is still made, for the report (logged if it fails)
+            try:
+                estimate = state.get("estimate") or await estimate_step(state, c)
+            except Exception as e:  # noqa: BLE001 - the estimate informs the report; the run it describes goes on
+                get_logger("sgieval").warning(
+                    "estimate failed; the run goes on without one", reason=f"{type(e).__name__}: {e}"
+                )
+                estimate = None
+            return {"confirmed": True, "estimate": estimate}
         estimate = state.get("estimate") or await estimate_step(state, c)
         return {"confirmed": bool(interrupt({**payload, "estimate": estimate}))}
 
