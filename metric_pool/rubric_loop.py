@@ -68,18 +68,16 @@ def _judge_view(score: Score, rubric: Rubric, criterion: str | None, judge: str 
         return None
     details = score.details or {}
     per = (details.get("per_judge") or {}).get(judge) if judge is not None else None
-    if judge is not None and isinstance(per, dict):
-        if criterion is None:
-            try:
-                return judge, rubric.aggregate({c.name: float(per[c.name]) for c in rubric.criteria})
-            except KeyError:
-                return None
-        v = per.get(criterion)
-        return (judge, float(v)) if isinstance(v, (int, float)) else None
     name = "panel" if judge is None else judge
+    # the judge's own criterion scores when it has them, else the panel's (a single judge's)
+    if criterion is None and isinstance(per, dict):
+        try:
+            return name, rubric.aggregate({c.name: float(per[c.name]) for c in rubric.criteria})
+        except KeyError:
+            return None
     if criterion is None:
         return name, float(score.value)
-    v = (details.get("criteria") or {}).get(criterion)
+    v = (per if isinstance(per, dict) else details.get("criteria") or {}).get(criterion)
     return (name, float(v)) if isinstance(v, (int, float)) else None
 
 
