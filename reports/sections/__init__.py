@@ -127,9 +127,8 @@ def build_sections(ctx: ReportContext) -> list[Section]:
         except Exception as e:  # noqa: BLE001 - one failed section must not lose the report
             ctx.notes.append(f"Report section {b.name} could not be built: {type(e).__name__}: {e}")
             continue
-        if got is None:
-            continue
-        out.extend([got] if isinstance(got, Section) else list(got))
+        if got is not None:
+            out.extend([got] if isinstance(got, Section) else list(got))
     missing = ctx.finish_figures()
     for sec in out:
         sec.blocks = [b for b in sec.blocks if id(b) not in missing]

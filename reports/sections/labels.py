@@ -76,7 +76,6 @@ def labels_sections(found: list[Any], *, live_judges: bool = True) -> list[Secti
 
 
 def _label_section(est: Any, who: str, live_judges: bool) -> Section:
-    blocks: list[Any] = []
     coverage = (
         "The labelled units are a seeded random sample of the scored units, so the prediction-powered intervals "
         "(PPI++, Angelopoulos, Duchi and Zrnic 2024) keep their 95% coverage."
@@ -84,7 +83,7 @@ def _label_section(est: Any, who: str, live_judges: bool) -> Section:
         else f"The labelled units were chosen by {est.selection}, not at random: the prediction-powered intervals "
         "below are not covered by PPI's guarantee."
     )
-    blocks.append(Text(f"{est.n_labels} label(s) of {est.metric}. {coverage}"))
+    blocks: list[Any] = [Text(f"{est.n_labels} label(s) of {est.metric}. {coverage}")]
     rows = [
         [
             a.judge if live_judges or a.judge != "panel" else "scores",
