@@ -54,11 +54,27 @@ async def estimate_run(
     prices: Mapping[str, tuple[float, float]] | None = None, cache: Any = None, batch: bool = False,
     stored: Mapping[tuple[str, str], Any] | None = None, done: set[tuple[str, str, str]] | None = None,
 ) -> Estimate:  # fmt: skip
-    """The Estimate of a run before any call: calls, input tokens, output tokens (typical and bound) and USD per (model,
-    role).  Replays answer with their stored responses, ``stored`` Responses (by item id, target) are scored as stored
-    and live targets rehearsed; each metric's judge prompts are built by its own ``score`` (tools bound as the run
-    binds them, none run), skipping the ``done`` scores; ``cache`` is looked up, never written; ``batch`` prices at the
-    batch rate; ``agent_done``: the agent model's ledger totals so far (its planning calls)."""
+    """The estimate of a run before any call.
+
+    Args:
+        items: the run's items.
+        targets: the target models (replays answer with their stored responses; live ones are rehearsed).
+        judges: the judge models.
+        metrics: the plan's metrics (their judge prompts are built by their own ``score``).
+        agent: the agent model, or None; ``agent_done``: its ledger totals so far (``calls``, ``input_tokens``,
+            ``output_tokens``: the planning calls already made).
+        tools: the run's tool pool (the tools a judge is offered are bound as the run binds them; none is run).
+        options: the metric options (``judge_repeats``, ``tool_budget``...).
+        allow_self_judge: as in the run.
+        prices: the run's user prices (USD per 1M input and output tokens).
+        cache: the run's call cache (looked up, never written) or None when the run does not use it.
+        batch: the run sends target and judge calls through batch APIs (``--batch``): priced at the batch rate.
+        stored: the Responses the run folder holds, by (item id, target model): scored as stored, target not called.
+        done: the (item id, target model, metric spec) scores the run folder holds: not scored again.
+
+    Returns:
+        The Estimate: calls, input tokens, output tokens (typical and bound) and USD per (model, role).
+    """
     rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
     replayed = {(t.name, i.id): t.replay.respond(i, t.name) for t in targets if t.is_replay for i in items}
     texts = [r.text for r in replayed.values() if r.ok and r.text]

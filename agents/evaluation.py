@@ -87,8 +87,14 @@ def _reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: floa
 
 
 def metric_prompt_key(m: Metric) -> str:
-    """The prompt family of a metric's judge calls (OpenAI's ``prompt_cache_key``): ``sgieval:<scope>/<name>`` from its
-    registry key, e.g. ``sgieval:*/rigor``."""
+    """The prompt family of a metric's judge calls (OpenAI's ``prompt_cache_key``).
+
+    Args:
+        m: a built metric.
+
+    Returns:
+        ``sgieval:<scope>/<name>`` from its registry key, e.g. ``sgieval:*/rigor``.
+    """
     scope, name = key_of(m)
     return f"sgieval:{scope}/{name}"
 

@@ -29,7 +29,15 @@ def _check(executor: str) -> None:
 
 
 def shard(units: Sequence[U], n: int) -> list[list[U]]:
-    """``units`` in at most ``n`` (>= 1) contiguous shards, in order, sizes differing by at most 1, none empty."""
+    """Split ``units`` into at most ``n`` contiguous shards.
+
+    Args:
+        units: the units.
+        n: most shards (>= 1).
+
+    Returns:
+        The shards (sizes differ by at most 1; empty shards dropped; order kept).
+    """
     n = max(1, min(int(n), len(units)))
     q, r = divmod(len(units), n)
     ends = [k * q + min(k, r) for k in range(n + 1)]
@@ -37,9 +45,19 @@ def shard(units: Sequence[U], n: int) -> list[list[U]]:
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
-    """The ``ray`` module, initialised once: on the cluster at ``address`` (default ``$RAY_ADDRESS``), else a local
-    instance with ``num_cpus``; InputError without the ``[ray]`` extra, OfflineError when the cluster cannot be reached
-    after the retries."""
+    """Import and initialise Ray (once).
+
+    Args:
+        address: a cluster address (default ``$RAY_ADDRESS``); none: a local instance.
+        num_cpus: CPUs of a local instance (default: all).
+
+    Returns:
+        The ``ray`` module.
+
+    Raises:
+        InputError: the ``[ray]`` extra is not installed.
+        OfflineError: the cluster cannot be reached after the retries.
+    """
     try:
         import ray
     except ImportError as e:
@@ -93,7 +111,14 @@ def _restore_chat(packed: Any) -> Any:
 
 
 def pack_models(models: Sequence[NamedModel]) -> list[dict[str, Any]]:
-    """NamedModels as picklable dicts, for Ray tasks."""
+    """NamedModels as picklable dicts, for Ray tasks.
+
+    Args:
+        models: resolved models.
+
+    Returns:
+        One dict per model.
+    """
     keys = ("name", "role", "replay", "provider", "smoke_test", "params")
     return [
         {**{k: getattr(m, k) for k in keys}, "chat": _portable_chat(m.chat) if m.chat is not None else None}
@@ -102,7 +127,14 @@ def pack_models(models: Sequence[NamedModel]) -> list[dict[str, Any]]:
 
 
 def unpack_models(packed: Sequence[dict[str, Any]]) -> list[NamedModel]:
-    """The NamedModels :func:`pack_models` packed, chat models rebuilt here."""
+    """The NamedModels :func:`pack_models` packed, chat models rebuilt here.
+
+    Args:
+        packed: the dicts.
+
+    Returns:
+        One NamedModel per dict, in order.
+    """
     return [NamedModel(**{**d, "chat": _restore_chat(d["chat"])}) for d in packed]
 
 
@@ -123,9 +155,23 @@ async def run_units(
     num_shards: int | None = None, on_shard: Callable[[list[R]], None] | None = None, address: str | None = None,
     num_cpus: int | None = None,
 ) -> list[R]:  # fmt: skip
-    """Run async ``fn(shard) -> list[result]`` over ``units`` (local: one call; ray: one picklable task per shard,
-    ``num_shards`` default the cluster's CPUs) and concatenate the results in shard order; ``on_shard`` gets each
-    shard's results here as it finishes.  InputError for an unknown executor or missing Ray."""
+    """Run ``fn`` over ``units`` (local: one call; ray: one task per shard) and concatenate the results.
+
+    Args:
+        units: the work units.
+        fn: async ``fn(shard) -> list[result]`` (for ``ray`` picklable with cloudpickle).
+        executor: ``"local"`` or ``"ray"``.
+        num_shards: Ray shards (default: the cluster's CPU count).
+        on_shard: called in this process with each shard's results as it finishes (completion order).
+        address: the Ray cluster address.
+        num_cpus: CPUs of a local Ray instance.
+
+    Returns:
+        The results, in shard order.
+
+    Raises:
+        InputError: an unknown executor or missing Ray.
+    """
     _check(executor)
     units = list(units)
     if executor == "local" or not units:

@@ -28,10 +28,18 @@ def _stem(w: str) -> str:
 
 
 def named_metric(request: str, names: list[str], descriptions: dict[str, str]) -> tuple[str, str] | None:
-    """(name, the request's words naming it) of the metric or rubric of ``names`` ``request`` names, or None: the
-    multi-word name with the most words written out or all among the request's words ("normalised exact match" names
-    exact_match_normalised), a written-out one first; else the first name whose ``descriptions`` entry holds two
-    consecutive content words of the request."""
+    """The metric or rubric ``request`` names, with the words that name it, or None.
+
+    Args:
+        request: the plain-language request.
+        names: the metric and rubric names the run could rank by.
+        descriptions: name -> its description (``MetricSpec.description``, ``Rubric.description``).
+
+    Returns:
+        (name, the request's words naming it): the multi-word name with the most words written out or all among
+        the request's words ("normalised exact match" names exact_match_normalised), a written-out one first;
+        else the first name whose description holds two consecutive content words of the request.
+    """
     text = request or ""
     said = {_stem(w) for w in _words(text)}
     found: list[tuple[int, int, str, str]] = []  # (name words matched, written out, name, the words)

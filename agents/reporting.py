@@ -142,9 +142,16 @@ POOL = PoolStatistics()
 
 
 def add_statistics(ctx: ReportContext) -> ReportContext:
-    """Set on ``ctx`` (returned) the statistics its sections and Answer read: the ranking (compared on the items every
-    scored model has when coverage differs, METRICS.md D.16), its adjacent-pair tests, the leader against each model
-    tied for second, SGI-Score rows, judge reliability (with the added judges), the usage estimate and :data:`POOL`."""
+    """Set on ``ctx`` the statistics its sections and Answer read: the ranking (compared on the items every scored
+    model has when coverage differs, METRICS.md D.16), its adjacent-pair tests, the leader against each model tied
+    for second, SGI-Score rows, judge reliability (with the added judges), the usage estimate and :data:`POOL`.
+
+    Args:
+        ctx: the report context with the run's records and settings.
+
+    Returns:
+        ``ctx``.
+    """
     spec, models = ctx.spec, ctx.models
     of_spec = [s for s in ctx.scores if s.metric == spec.name]
     ctx.coverage = cov = coverage(of_spec, spec, models, len(ctx.items))
