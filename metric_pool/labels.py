@@ -25,7 +25,7 @@ def latest_labels(labels: Iterable[Label]) -> list[Label]:
         labels: labels in file (time) order.
 
     Returns:
-        The labels that count, in the order of their first appearance.
+        The labels that count, each at the place of its last appearance.
     """
     out: dict[tuple, Label] = {}
     for lab in labels:

@@ -121,10 +121,9 @@ class RetrievalNoveltyMetric(Metric):
         cached = getattr(self, attr, None)
         if cached is None or cached[0] != (key, mode):
             embedder = self._embedder(ctx)
-            name = str(getattr(embedder, "name", None) or ctx.options.get("embedding_model", "minilm"))
             src = source()
             make = CorpusRetriever.from_folder if isinstance(src, str) else CorpusRetriever
-            cached = ((key, mode), make(src, embedder, mode=mode, embedder_name=name))  # type: ignore[arg-type]
+            cached = ((key, mode), make(src, embedder, mode=mode))  # type: ignore[arg-type]
             setattr(self, attr, cached)
         return cached[1]
 

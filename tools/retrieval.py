@@ -53,13 +53,11 @@ class CorpusRetriever:
         *,
         mode: RetrievalMode = "hybrid",
         warnings: list[str] | None = None,
-        embedder_name: str = "",
     ):
         if mode not in ("dense", "hybrid"):
             raise InputError(f"unknown retrieval mode {mode!r}", what="retrieval", fix="use dense or hybrid")
         self.mode = mode
         self.embed = embed
-        self.embedder_name = embedder_name
         self.bm25 = BM25Index(documents, warnings=warnings)
         self._vectors: np.ndarray | None = None
         self._lock = threading.Lock()
