@@ -191,8 +191,8 @@ def parse_idea(text: str, *, tolerant: bool = True) -> Any:
     return result if result else {"full_text": text}
 
 
-def _literal(item_id: str, ref: dict, key: str, default: str) -> Any:
-    raw = ref.get(key, default)
+def _literal(item_id: str, ref: dict, key: str) -> Any:
+    raw = ref.get(key, "{}")
     if not isinstance(raw, str):
         return raw
     try:
@@ -220,11 +220,11 @@ def reference_idea(item: Item) -> dict[str, Any]:
     out["related_work_test"] = ref.get("related_work_test", "")
     out["keywords"] = ref.get("keywords", []) or []
     out["Idea"] = ref.get("core_idea", "")
-    out["RelatedWork"] = _literal(item.id, ref, "related_work", "{}")
-    out["ExistingSolutions"] = _literal(item.id, ref, "existing_solutions", "{}")
-    out["ImplementationSteps"] = _literal(item.id, ref, "implementation_steps", "{}")
+    out["RelatedWork"] = _literal(item.id, ref, "related_work")
+    out["ExistingSolutions"] = _literal(item.id, ref, "existing_solutions")
+    out["ImplementationSteps"] = _literal(item.id, ref, "implementation_steps")
     out["ImplementationOrder"] = list(ref.get("implementation_order", "[]"))
-    out["EvaluationMetrics"] = _literal(item.id, ref, "evaluation_metrics", "{}")
+    out["EvaluationMetrics"] = _literal(item.id, ref, "evaluation_metrics")
     out["Dataset"] = ref.get("data", "")
     out["ExpectedOutcome"] = ref.get("expected_outcome", "")
     return out
@@ -348,12 +348,9 @@ Graph = tuple[dict[str, Any], set[tuple[str, str]]]
 """An implementation graph: step key -> step text, and the directed edges between step keys."""
 
 
-def _node_text_similarity(g1: Graph, g2: Graph, code_text_errors: bool = False) -> float:
-    t1, t2 = list(g1[0].values()), list(g2[0].values())
-    if not t1 or not t2:
-        return 0.0
+def _node_text_similarity(g1: Graph, g2: Graph, code_text_errors: bool) -> float:
     try:
-        j1, j2 = " ".join(t1), " ".join(t2)
+        j1, j2 = " ".join(g1[0].values()), " ".join(g2[0].values())
     except TypeError:  # non-string step texts: A.2 step 7 -> the whole similarity is 0 (raised to the caller)
         if code_text_errors:
             return 0.0  # the published code's reading: only the text part is 0
@@ -361,8 +358,6 @@ def _node_text_similarity(g1: Graph, g2: Graph, code_text_errors: bool = False) 
     if len(j1.strip()) < 3 or len(j2.strip()) < 3:
         return 0.0
     w1, w2 = set(j1.lower().split()), set(j2.lower().split())
-    if not w1 or not w2:
-        return 0.0
     return len(w1 & w2) / len(w1 | w2)
 
 
@@ -407,16 +402,17 @@ def graph_similarity(
 
 def feasibility_obj(gen: dict[str, Any], ref: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     """Feasibility_obj, 0-10 = 10 x :func:`graph_similarity` (alpha 0.6) (A.2)."""
-    sim, det = graph_similarity(gen, ref, ALPHA)
+    sim, det = graph_similarity(gen, ref)
     return 10 * sim, det
 
 
 class _EncodeCache:
     """Text -> embedding LRU cache around an embedder (reference texts repeat across target models)."""
 
-    def __init__(self, embed: Callable[[list[str]], Any], maxsize: int = 50_000):
+    maxsize = 50_000
+
+    def __init__(self, embed: Callable[[list[str]], Any]):
         self.embed = embed
-        self.maxsize = maxsize
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.lock = threading.Lock()
 
