@@ -127,23 +127,24 @@ class RunEntry:
         return d
 
 
+def _read(root: Path, name: str) -> bytes:
+    """The bytes of ``root / name``; b"" without the file."""
+    try:
+        return read_bytes_in(root, root / name)
+    except FileNotFoundError:
+        return b""
+
+
 def _count_lines(root: Path, name: str) -> int:
     """Lines of a JSONL file as ``split_jsonl`` counts them; 0 without the file."""
-    try:
-        data = read_bytes_in(root, root / name)
-    except FileNotFoundError:
-        return 0
+    data = _read(root, name)
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
 def _rows(root: Path, name: str) -> list[dict[str, Any]]:
     """The JSON objects of a JSONL file; [] without the file."""
-    try:
-        lines = split_jsonl(read_bytes_in(root, root / name).decode("utf-8", "replace"))
-    except FileNotFoundError:
-        return []
     out = []
-    for ln in lines:
+    for ln in split_jsonl(_read(root, name).decode("utf-8", "replace")):
         try:
             v = json.loads(ln)
         except ValueError:
@@ -196,9 +197,8 @@ def _cost(root: Path) -> tuple[float | None, str]:
     return float(sum(known)), "; ".join(notes)
 
 
-def _into_additions(root: str | Path) -> list[dict[str, Any]]:
+def _into_additions(root: Path) -> list[dict[str, Any]]:
     """What each ``ask --into`` added to the run ``root`` (its models, judges and new ranking metric), in file order."""
-    root = Path(root)
     out: list[dict[str, Any]] = []
     before: list[str] = []
     judges_before: list[str] = []
@@ -334,15 +334,15 @@ def _selection(root: Path, e: RunEntry, state: dict[str, Any], report: dict[str,
     targets = state.get("targets") or [r["model"] for r in rows]
     if isinstance(targets, list) and targets:
         e.models = [str(m) for m in targets]
-    selection = state.get("selection") if isinstance(state.get("selection"), dict) else {}
+    selection = state.get("selection")
     ids = selection.get("item_ids") if isinstance(selection, dict) else None
+    wanted = set(ids) if isinstance(ids, list) and ids else None
     h = report.get("header")
     header: dict[str, Any] = h if isinstance(h, dict) else {}
-    if isinstance(ids, list) and ids:
+    if wanted is not None:
         e.n_items = len(ids)
     elif isinstance(header.get("n_items"), int) and not isinstance(header.get("n_items"), bool):
         e.n_items = header["n_items"]
-    wanted = set(ids) if isinstance(ids, list) and ids else None
     items = _rows(root, "items.jsonl")
     e.benchmarks = sorted(
         {str(i.get("benchmark")) for i in items if i.get("benchmark") and (wanted is None or i.get("id") in wanted)}
