@@ -113,7 +113,7 @@ def list_cmd() -> None:
     for col in ("name", "origin", "criteria", "description"):
         t.add_column(col)
     for r in rubrics:
-        origin, path = rubric_origin(r.name) or ("?", None)
+        origin = (rubric_origin(r.name) or ("?",))[0]
         t.add_row(safe(r.name), origin, str(len(r.criteria)), safe(r.description))
     out.print(t)
 
@@ -235,12 +235,9 @@ def _agreement_table(changes: list[Any], judge: str, before_what: str, after_wha
         t.add_column(col, justify="right" if col in ("n", "change") else "left")
     for ch in changes:
         b, a = ch.before, ch.after
-        delta = (
-            f"{a.value - b.value:+.2f}"
-            if a is not None and b is not None and a.value is not None and b.value is not None
-            else "-"
-        )
-        n = a.n if a is not None else (b.n if b is not None else 0)
+        bv, av = getattr(b, "value", None), getattr(a, "value", None)
+        delta = f"{av - bv:+.2f}" if av is not None and bv is not None else "-"
+        n = getattr(a or b, "n", 0)
         t.add_row(
             safe(ch.criterion or "(whole metric, 0-100)"), ch.statistic, str(n), _stat_text(b), _stat_text(a), delta
         )
@@ -434,13 +431,15 @@ def _before_scores(
     else the labelled units scored with it by ``rescore`` (so before and after differ only in the rubric)."""
     from ..metric_pool import scored_by
 
-    stored = [s for s in records.scores if s.metric == current.name and (s.item_id, s.model) in set(units)]
+    want = set(units)
+    stored = [s for s in records.scores if s.metric == current.name and (s.item_id, s.model) in want]
     same_text = current.criteria == rubrics[current.name].criteria and current.weights == rubrics[current.name].weights
-    if same_text and scored_by(stored, current, units) == set(panel):
+    judged = scored_by(stored, current, units)
+    if same_text and judged == set(panel):
         return stored, f"the run's scores, v{current.version}"
     err.print(
         (
-            f"the run was judged by {', '.join(sorted(scored_by(stored, current, units))) or 'no valid judge'}"
+            f"the run was judged by {', '.join(sorted(judged)) or 'no valid judge'}"
             if same_text
             else f"the run was judged with another text of {current.name}"
         )
@@ -455,10 +454,9 @@ def _before_scores(
 
 def _ask_revision(current: Rubric) -> Rubric | None:
     """The revision the user asks for: None to stop, ``current`` itself to ask again (a bad answer, no change)."""
-    pick = _ask("criterion to revise (number or name; empty to stop)")
-    if not pick or not pick.strip():
+    pick = (_ask("criterion to revise (number or name; empty to stop)") or "").strip()
+    if not pick:
         return None
-    pick = pick.strip()
     by_key = {c.name.casefold(): c.name for c in current.criteria}
     if pick.isdigit() and 1 <= int(pick) <= len(current.criteria):
         crit = current.criteria[int(pick) - 1].name
