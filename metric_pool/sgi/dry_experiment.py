@@ -177,9 +177,6 @@ class SubprocessSandbox:
 
     name = "subprocess-fallback (unsafe)"
 
-    def __init__(self, python: str | None = None):
-        self.python = python or sys.executable
-
     def _one(self, workdir: Path, script: str, timeout_s: float) -> ExecResult:
         from ...tools import ExecResult  # the tools folder loads numpy: not at start-up
 
@@ -195,7 +192,7 @@ class SubprocessSandbox:
         t0 = time.perf_counter()
         try:
             proc = subprocess.Popen(
-                [self.python, script],
+                [sys.executable, script],
                 cwd=workdir,
                 env=env,
                 stdout=subprocess.PIPE,
@@ -340,13 +337,6 @@ class DryExperimentMetric(Metric):
                 fix="use 'paper' (METRICS.md D.13) or 'code' (upstream order)",
             )
 
-    def _sandbox(self, ctx: ScoringContext) -> Any:
-        if ctx.sandbox is not None:
-            return ctx.sandbox
-        if self.unsafe_local_exec or ctx.options.get("unsafe_local_exec"):
-            return SubprocessSandbox()
-        return None
-
     @staticmethod
     def _reference(item: Item) -> tuple[str, list[str], list[dict[str, str]]]:
         ref = item.reference
@@ -392,7 +382,9 @@ class DryExperimentMetric(Metric):
                 item, response, no_program, {}, "empty or 'none' response: no program written (A.0/A.3)", None, []
             )
 
-        sandbox = self._sandbox(ctx)
+        sandbox = ctx.sandbox
+        if sandbox is None and (self.unsafe_local_exec or ctx.options.get("unsafe_local_exec")):
+            sandbox = SubprocessSandbox()
         if sandbox is None:
             return self.failed(
                 item,
@@ -403,12 +395,8 @@ class DryExperimentMetric(Metric):
             )
         code, assembly = assemble(main_code, response.text, functions)
         try:
-            if self.parallel:
-                results = await asyncio.gather(
-                    *(asyncio.to_thread(self._run_one, sandbox, code, t["data"]) for t in tests)
-                )
-            else:
-                results = [await asyncio.to_thread(self._run_one, sandbox, code, t["data"]) for t in tests]
+            runs = (asyncio.to_thread(self._run_one, sandbox, code, t["data"]) for t in tests)
+            results = await asyncio.gather(*runs) if self.parallel else [await r for r in runs]
         except (ToolError, OSError) as e:
             return self.failed(item, response, "infra_error", f"sandbox {getattr(sandbox, 'name', '?')} failed: {e}")
         setup_failed = [i for i, r in enumerate(results) if r.setup_failed]
