@@ -335,11 +335,12 @@ def _selection(root: Path, e: RunEntry, state: dict[str, Any], report: dict[str,
     if isinstance(targets, list) and targets:
         e.models = [str(m) for m in targets]
     selection = state.get("selection")
-    ids = selection.get("item_ids") if isinstance(selection, dict) else None
-    wanted = set(ids) if isinstance(ids, list) and ids else None
+    raw = selection.get("item_ids") if isinstance(selection, dict) else None
+    ids: list[Any] = raw if isinstance(raw, list) else []
+    wanted = set(ids) if ids else None
     h = report.get("header")
     header: dict[str, Any] = h if isinstance(h, dict) else {}
-    if wanted is not None:
+    if ids:
         e.n_items = len(ids)
     elif isinstance(header.get("n_items"), int) and not isinstance(header.get("n_items"), bool):
         e.n_items = header["n_items"]
