@@ -248,15 +248,12 @@ RECORD_MODELS: dict[str, type[_SgiRecord]] = {
 }
 
 
-def _hint(task: str):
-    def hint(field: str) -> str | None:
-        if task == EXPERIMENTAL_REASONING and field in ("", "answer"):
-            return (
-                "set 'answer' to the 0-based index of the correct option (0 = A) (" + SCHEMA_REF.format(task=task) + ")"
-            )
-        return None
-
-    return hint
+def _answer_hint(field: str) -> str | None:
+    """The fix for a bad experimental_reasoning ``answer`` (or the whole record)."""
+    if field in ("", "answer"):
+        ref = SCHEMA_REF.format(task=EXPERIMENTAL_REASONING)
+        return f"set 'answer' to the 0-based index of the correct option (0 = A) ({ref})"
+    return None
 
 
 def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
@@ -323,8 +320,9 @@ def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -
         except ValidationError as e:
             idx = row.get("idx")
             label = f"SGI-Bench {task} record" + (f" {idx!r}" if isinstance(idx, str) and idx else "")
+            hint = _answer_hint if task == EXPERIMENTAL_REASONING else None
             raise input_error_from_validation(
-                e, where=where, model=model, label=label, schema_ref=SCHEMA_REF.format(task=task), hint=_hint(task)
+                e, where=where, model=model, label=label, schema_ref=SCHEMA_REF.format(task=task), hint=hint
             ) from None
         items.append((where, record_to_item(task, rec, source)))
     return items
@@ -348,7 +346,7 @@ def _task_files(folder: Path, task: str) -> list[Path]:
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and task_of_name(p.name) == task):
         files = sorted(p for p in sub.rglob("*") if p.is_file() and p.suffix.lower() in (".parquet", ".jsonl"))
         tests = [p for p in files if "test" in p.name.lower()]
-        if tests or files:
+        if files:
             return tests or files
     return []
 
@@ -371,19 +369,20 @@ _ON = ("1", "true", "yes", "on")
 def _check_hub(timeout_s: float, what: str) -> None:
     """Raise :class:`HubUnavailableError` when the hub is set offline or does not answer within ``timeout_s``."""
     flags = [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") if os.environ.get(v, "").strip().lower() in _ON]
-    reason = f"{flags[0]} is set" if flags else None
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    if reason is None:
+    if flags:
+        reason = f"{flags[0]} is set"
+    else:
         try:
             import httpx
 
             httpx.head(endpoint, timeout=timeout_s, follow_redirects=False)
+            return
         except Exception as e:  # any transport error means: not reachable
             reason = f"{endpoint} is unreachable ({type(e).__name__})"
-    if reason is not None:
-        raise HubUnavailableError(
-            f"cannot download SGI-Bench from the HuggingFace hub: {reason}", what=what, fix=_FIX_DATA_DIR
-        )
+    raise HubUnavailableError(
+        f"cannot download SGI-Bench from the HuggingFace hub: {reason}", what=what, fix=_FIX_DATA_DIR
+    )
 
 
 def _hub(task: str, then: Any = None) -> Any:
