@@ -29,7 +29,6 @@ from ..core import (
     SecretValues,
     aretry,
     join_reasoning,
-    redact_secrets,
     redact_url,
     reply_status,
     split_reasoning,
@@ -170,14 +169,12 @@ class CallTimeSpent(Exception):
     """The total time of one call (all its attempts) is spent: no further attempt is made."""
 
 
-def _reason(exc: BaseException | None, timeout_s: float, model: NamedModel | None = None) -> str:
-    if exc is None:
-        return "unknown error"
+def _reason(exc: BaseException, timeout_s: float, model: NamedModel) -> str:
     if isinstance(exc, asyncio.TimeoutError) and not str(exc):
         return f"timeout after {timeout_s:g} s"
     if isinstance(exc, CallTimeSpent):
         return str(exc)
-    mask = SecretValues(model_secrets(model)).mask if model is not None else redact_secrets
+    mask = SecretValues(model_secrets(model)).mask
     if isinstance(exc, MalformedReply):
         cause = exc.__cause__
         detail = f" ({type(cause).__name__}: {str(cause).replace(chr(10), ' ')})" if cause is not None else ""
