@@ -235,11 +235,12 @@ class BM25Index:
 
         self.documents = [_as_document(d, i) for i, d in enumerate(documents)]
         self.warnings = list(warnings or [])
-        self.passages: list[tuple[int, str]] = []
-        for di, d in enumerate(self.documents):
-            words = d.text.split()
-            for start in range(0, max(len(words), 1), _PASSAGE_WORDS):
-                self.passages.append((di, " ".join(words[start : start + _PASSAGE_WORDS])))
+        words = [d.text.split() for d in self.documents]
+        self.passages: list[tuple[int, str]] = [
+            (di, " ".join(w[start : start + _PASSAGE_WORDS]))
+            for di, w in enumerate(words)
+            for start in range(0, max(len(w), 1), _PASSAGE_WORDS)
+        ]
         self._retriever = None
         if self.passages:
             tokens = bm25s.tokenize([p for _, p in self.passages], stopwords="en", show_progress=False)
@@ -481,11 +482,9 @@ class WebSearch:
         from ddgs import DDGS
         from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-        limiter = SEARCH_LIMITER
-
         def attempt() -> list[dict[str, Any]]:
             try:
-                with limiter.slot():
+                with SEARCH_LIMITER.slot():
                     return DDGS(timeout=10).text(
                         query, region=region, safesearch="moderate", timelimit=timelimit, max_results=k
                     )
@@ -500,9 +499,8 @@ class WebSearch:
                 raise
 
         def hold_off(_attempt: int, exc: BaseException, _wait: float) -> None:
-            ra = retry_after_s(exc)
-            if ra is not None:
-                limiter.hold_off(ra)  # every search of the process waits, not only this one
+            if (ra := retry_after_s(exc)) is not None:
+                SEARCH_LIMITER.hold_off(ra)  # every search of the process waits, not only this one
 
         # full jitter 0..backoff_s * 2**(attempt-1) s, or the backend's Retry-After when longer; time.sleep looked up
         # at call time (tests replace it)
