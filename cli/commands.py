@@ -296,7 +296,6 @@ async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
 
     if not (d / "state.sqlite").exists():
         return False
-    check_state_file(d / "state.sqlite")
     rt = make_runtime(config, run_dir=d)
     thread = {"configurable": {"thread_id": config.run_id}}
     async with open_saver(d / "state.sqlite") as saver:

@@ -165,7 +165,7 @@ class RunStore:
         self.secrets = SecretValues()
         """The run's secret values (set by the run): every record and row appended is masked by value before it is
         written, so a key a server or a tool echoes never reaches a file of the run."""
-        self._finalizer = weakref.finalize(self, _close_files, self._files)
+        weakref.finalize(self, _close_files, self._files)  # the finalize registry keeps it alive
 
     def path(self, name: str) -> Path:
         """The file of the record kind or journal ``name`` in the run folder.
