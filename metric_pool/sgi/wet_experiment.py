@@ -67,13 +67,7 @@ def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
     lines = block.split("\n")
     if split_commas:
         lines = [piece for raw in lines for piece in split_pairs(raw)]
-    for raw in lines:
-        line = raw.strip()
-        if not line or line == ")":
-            continue
-        m = _PARAM_RE.match(line)
-        if not m:
-            continue
+    for m in filter(None, (_PARAM_RE.match(raw.strip()) for raw in lines)):
         value = m.group(2).strip()
         if value.startswith('"') and value.endswith('"'):
             value = value[1:-1]
