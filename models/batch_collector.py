@@ -300,7 +300,9 @@ class BatchCollector:
                 ).encode("utf-8")
                 f = await client.files.create(file=("sgieval-batch.jsonl", data, "application/jsonl"), purpose="batch")
                 entry["input_file_id"] = f.id
-            self._note_submission(sub, entry)
+            self.journal.submissions[sub] = entry
+            self.journal.requests.update(dict.fromkeys(cids, sub))
+            self.journal.save()  # before the batch exists: a kill after its creation finds it again (_recover)
             if endpoint.api == "openai":
                 batch_id = await self._create_openai(client, f.id, sub)
             else:
@@ -310,11 +312,7 @@ class BatchCollector:
                 )
         except Exception as e:  # noqa: BLE001 - the calls get the error (retried by ainvoke when transient)
             log.warning("batch submission failed", api=endpoint.api, requests=len(cids), error=str(e)[:300])
-            self.journal.submissions.pop(sub, None)
-            for cid in cids:
-                if self.journal.requests.get(cid) == sub:
-                    del self.journal.requests[cid]
-            self.journal.save()
+            self._forget(sub, cids)
             self._fail(cids, e)
             return
         self.submitted += 1
@@ -322,11 +320,13 @@ class BatchCollector:
         log.info("batch submitted", api=endpoint.api, batch_id=batch_id, requests=len(cids))
         self._ensure(batch_id, lambda: self._poll(batch_id, endpoint))
 
-    def _note_submission(self, sub: str, entry: dict[str, Any]) -> None:
-        self.journal.submissions[sub] = entry
-        for cid in entry["custom_ids"]:
-            self.journal.requests[cid] = sub
-        self.journal.save()  # before the batch exists: a kill after its creation finds it again (_recover)
+    def _forget(self, owner: str, cids: Sequence[str]) -> None:
+        """Drop submission ``owner`` and the requests of ``cids`` it holds (sent again as new ones); saved."""
+        self.journal.submissions.pop(owner, None)
+        for cid in cids:
+            if self.journal.requests.get(cid) == owner:
+                del self.journal.requests[cid]
+        self.journal.save()
 
     def _adopt(self, sub: str, batch_id: str) -> None:
         entry = self.journal.submissions.pop(sub, {})
@@ -373,10 +373,7 @@ class BatchCollector:
             self._fail(cids, e)
             return
         if found is None:  # never created: the requests are submitted as new ones
-            self.journal.submissions.pop(sub, None)
-            for cid in cids:
-                self.journal.requests.pop(cid, None)
-            self.journal.save()
+            self._forget(sub, cids)
             self._fail(cids, _Resubmit("the batch of this request was never created; it is submitted again"))
             return
         self._adopt(sub, found)
@@ -399,13 +396,10 @@ class BatchCollector:
                 self._status[batch_id] = {**self._status[batch_id], "finished": True}
         self._results[batch_id] = results
         failed = [cid for cid in cids if _outcome(results, cid, batch_id)[0] != 200]
-        for cid in failed:  # an errored request may be sent again (a retry), in a new batch
-            if self.journal.requests.get(cid) == batch_id:
-                del self.journal.requests[cid]
         done = self.journal.batches.get(batch_id)
         if done is not None:
             done.update(status="done", failed=len(failed))
-        self.journal.save()
+        self._forget(batch_id, failed)  # an errored request may be sent again (a retry), in a new batch
         for cid in cids:
             self._answered_by[cid] = batch_id
             fut = self._futures.get(cid)
