@@ -410,8 +410,7 @@ class DryExperimentMetric(Metric):
                 f"{r.backend or getattr(sandbox, 'name', '?')}: {program_output(r)[-500:]}",
             )
 
-        judges = ctx.judges_for(response.model)
-        judge = judges[0] if judges else None
+        judge = next(iter(ctx.judges_for(response.model)), None)
         rows: list[dict[str, Any]] = []
         evidence: list[Any] = []  # sandbox-run dicts and judge replies (core.as_evidence types them)
         judge_error: str | None = None

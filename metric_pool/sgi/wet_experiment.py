@@ -434,7 +434,7 @@ SOFT_PA = spec(
 def _ss(parser):
     def fn(item: Item, response: Response):
         g, p = protocols(item, response, parser)
-        v = sequence_similarity(_names(g), _names(p))
+        v = _ss_plain(g, p)
         return MetricResult(
             v,
             f"{len(g)} reference vs {len(p)} predicted steps: SS {v:.4f}",
@@ -489,11 +489,9 @@ def _soft_pa(item: Item, response: Response):
 
 def _perm_ss(item: Item, response: Response):
     g, p = protocols(item, response)
-    v = sequence_similarity_perm(g, p)
+    v, groups = sequence_similarity_perm(g, p), independent_groups(g)
     return MetricResult(
-        v,
-        f"{len(g)} reference vs {len(p)} predicted steps, groups {independent_groups(g)}: SS_perm {v:.4f}",
-        {"groups": independent_groups(g)},
+        v, f"{len(g)} reference vs {len(p)} predicted steps, groups {groups}: SS_perm {v:.4f}", {"groups": groups}
     )
 
 
