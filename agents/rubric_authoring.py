@@ -26,9 +26,7 @@ def tidy_rubric(
     if name in taken:
         name = f"{name}_custom"
     source = (r.source or "").strip() or default_source
-    missing = [c for c in cite if c not in source]
-    if missing:
-        source = f"{source}; " + "; ".join(missing)
+    source = "; ".join([source, *(c for c in cite if c not in source)])
     return r.model_copy(
         update={"name": name, "tasks": r.tasks or ["*"], "source": source, "kind": "rubric", "range": (0.0, 100.0)}
     )
@@ -49,10 +47,8 @@ async def draft_rubric(
     """Ask ``agent`` for a :class:`Rubric` measuring ``quality``, citing ``documents``: (rubric or None, raw, error)."""
     docs = documents or []
     parts = [f"Quality to measure: {quality}", f"Metric name: {slug(name or quality)}"]
-    if request:
-        parts.append(f"User request: {request}")
-    for d in docs:
-        parts.append(f"Document {d['path']} ({d['title']}):\n{as_data(d['text'], 'DOCUMENT')}")
+    parts += [f"User request: {request}"] * bool(request)
+    parts += [f"Document {d['path']} ({d['title']}):\n{as_data(d['text'], 'DOCUMENT')}" for d in docs]
     reply = await ask_agent(
         agent, [SystemMessage(content=DRAFT_SYSTEM), HumanMessage(content="\n\n".join(parts))], Rubric
     )
@@ -363,11 +359,9 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             new = slug(m.group("n"))
             done.append(f"renamed {r.name} -> {new}")
             r = r.model_copy(update={"name": new})
-        elif kind == "add":
-            r, said, last = _add_criterion(r, m, part, last)
-            done.append(said)
         else:
-            r, said, last = _change_criterion(r, kind or "", m, last)
+            change = _add_criterion(r, m, part, last) if kind == "add" else _change_criterion(r, kind or "", m, last)
+            r, said, last = change
             done.append(said)
     text = "; ".join(d.rstrip(".") if i < len(done) - 1 else d for i, d in enumerate(done))
     return r, text if text.endswith(".") else text + "."
