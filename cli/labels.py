@@ -251,7 +251,7 @@ def label(
     items = {i.id: i for i in records.items}
     responses = {(r.item_id, r.model): r for r in records.responses}
     scores = {(s.item_id, s.model): s for s in records.scores if s.metric == spec.name}
-    crits: list[Criterion | None] = list(spec.criteria) if isinstance(spec, Rubric) else []
+    crits: list[Criterion | None] = list(spec.criteria) if isinstance(spec, Rubric) else [None]  # None: the metric
     out.print(
         f"labelling {safe(spec.name)}: {len(units)} unit(s) to go (--n {n} per target model; {len(done)} already "
         f"labelled by {safe(who or 'you')})"
@@ -267,7 +267,7 @@ def label(
             out.print(Panel(safe(resp.reasoning), title="reasoning (shown apart)"), highlight=False)
         out.print(Panel(safe(resp.text if resp else "(no stored response)"), title="response"), highlight=False)
         new, stop = _ask_labels(spec, crits, item_id, model, who, select)
-        if new and len(new) == len(crits or [None]):
+        if new and len(new) == len(crits):
             new = _with_totals({spec.name: spec}, new)
             _append(records.run_dir, new)
             saved += len(new)
@@ -297,7 +297,7 @@ def _ask_labels(
 ) -> tuple[list[Label], bool]:
     """One unit's labels as typed (one per criterion, or one for the metric; none when skipped), and whether quit."""
     new: list[Label] = []
-    for c in crits or [None]:
+    for c in crits:
         if c is not None:
             anchors = "; ".join(f"{v}: {t}" for v, t in sorted(c.anchors.items()))
             out.print(f"[bold]{safe(c.name)}[/]: {safe(c.description)}" + (f"  [{safe(anchors)}]" if anchors else ""))
