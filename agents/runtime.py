@@ -139,11 +139,10 @@ def make_runtime(
     calls = calls and not read_only
     # a re-render states the settings the run recorded when it started (config.json), not this shell's
     recorded = None if calls or "settings" in kw else _recorded_settings(config.settings)
-    if recorded is not None:
-        kw["settings"] = recorded
     targets, judges, added, agent = _run_models(config, calls, recorded, targets, judges, added_judges, agent)
     store = existing or RunStore(run_dir)
-    settings = kw.pop("settings", None) or load_settings()  # bad SGIEVAL_* values fail here, before any write
+    # bad SGIEVAL_* values fail here, before any write
+    settings = kw.pop("settings", None) or recorded or load_settings()
     return RunContext(config, store, catalog, targets, judges, agent, added, settings=settings, **kw)
 
 
@@ -203,8 +202,7 @@ def _run_models(
     if batch:  # models given directly too; a provider without a batch API fails here, before any call
         from ..models import batch_model  # the batch clients load only for a --batch run
 
-        targets, judges = [batch_model(m) for m in targets], [batch_model(m) for m in judges]
-        added = [batch_model(m) for m in added]
+        targets, judges, added = ([batch_model(m) for m in group] for group in (targets, judges, added))
     return targets, judges, added, agent
 
 
