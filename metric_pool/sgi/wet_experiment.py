@@ -114,27 +114,18 @@ def parse_protocol(text: str) -> tuple[Step, ...]:
         i += 1
         if not m:
             continue
-        output, action, rest = m.group(1), m.group(2).strip(), m.group(3)
-        block: list[str] = []
-        pos, depth = _close_paren(rest, 1)
-        if pos is not None:
-            block.append(rest[:pos])
-        else:
-            block.append(rest)
-            while i < len(lines):
-                line = lines[i]
-                if line.strip() == ")":
-                    i += 1
-                    break
-                if _HEADER_RE.search(line):
-                    break
-                i += 1
-                pos, depth = _close_paren(line, depth)
-                if pos is not None:
-                    block.append(line[:pos])
-                    break
-                block.append(line)
-        steps.append(Step(action=action, params=parse_params("\n".join(block), split_commas=True), output=output))
+        segment, depth, block = m.group(3), 1, []
+        while True:  # the header's rest, then the following lines up to the step's end
+            pos, depth = _close_paren(segment, depth)
+            block.append(segment[:pos])
+            if pos is not None or i == len(lines) or _HEADER_RE.search(lines[i]):
+                break
+            segment = lines[i]
+            i += 1
+            if segment.strip() == ")":
+                break
+        params = parse_params("\n".join(block), split_commas=True)
+        steps.append(Step(action=m.group(2).strip(), params=params, output=m.group(1)))
     return tuple(steps)
 
 
