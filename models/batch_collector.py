@@ -177,7 +177,6 @@ class BatchCollector:
         self._tasks: set[asyncio.Task] = set()
         self._clients: dict[Endpoint, Any] = {}
         self._answered_by: dict[str, str] = {}  # custom_id -> the batch that last answered it (for error messages)
-        self.submitted = 0
 
     def progress_text(self) -> str:
         """One phrase for a progress line.
@@ -315,7 +314,6 @@ class BatchCollector:
             self._forget(sub, cids)
             self._fail(cids, e)
             return
-        self.submitted += 1
         self._adopt(sub, batch_id)
         log.info("batch submitted", api=endpoint.api, batch_id=batch_id, requests=len(cids))
         self._ensure(batch_id, lambda: self._poll(batch_id, endpoint))
@@ -366,7 +364,6 @@ class BatchCollector:
                 found = await _find_openai_batch(client, str(entry["input_file_id"]))
                 if found is None:  # the file was uploaded but no batch made: make it now (once)
                     found = await self._create_openai(client, str(entry["input_file_id"]), sub)
-                    self.submitted += 1
             elif endpoint.api == "anthropic":
                 found = await _find_anthropic_batch(endpoint, float(entry.get("created_after") or 0), len(cids))
         except Exception as e:  # noqa: BLE001
@@ -406,8 +403,8 @@ class BatchCollector:
             if fut is not None and not fut.done():
                 fut.set_result(_outcome(results, cid, batch_id))
 
-    def _show(self, batch_id: str, api: str, status: str, done: int, total: int) -> None:
-        self._status[batch_id] = {"id": batch_id, "api": api, "status": status, "done": done, "total": total}
+    def _show(self, batch_id: str, status: str, done: int, total: int) -> None:
+        self._status[batch_id] = {"id": batch_id, "status": status, "done": done, "total": total}
 
     async def _wait_and_download(self, batch_id: str, endpoint: Endpoint, total: int) -> dict[str, Outcome]:
         errors = 0
@@ -432,13 +429,13 @@ class BatchCollector:
             b = await self._client(endpoint).batches.retrieve(batch_id)
             counts = b.request_counts
             done = (counts.completed + counts.failed) if counts is not None else 0
-            self._show(batch_id, "openai", str(b.status), done, counts.total if counts is not None else total)
+            self._show(batch_id, str(b.status), done, counts.total if counts is not None else total)
             self.journal.batches.get(batch_id, {})["status"] = str(b.status)
             return b if b.status in ("completed", "failed", "expired", "cancelled") else None
         b = (await _anthropic(endpoint, f"/v1/messages/batches/{batch_id}")).json()
         c = b.get("request_counts") or {}
         done = sum(int(c.get(k) or 0) for k in ("succeeded", "errored", "canceled", "expired"))
-        self._show(batch_id, "anthropic", str(b.get("processing_status")), done, total)
+        self._show(batch_id, str(b.get("processing_status")), done, total)
         return b if b.get("processing_status") == "ended" else None
 
     async def _download(self, batch_id: str, endpoint: Endpoint, state: Any) -> dict[str, Outcome]:
