@@ -8,7 +8,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import accumulate, groupby
 from typing import Any, Callable, Collection, Iterable, Protocol
 
 from ..core import CORPUS, MetricSpec, Score
@@ -183,13 +183,8 @@ def rank_labels(groups: list[list[ModelStat]]) -> dict[str, str]:
     Returns:
         model -> rank label.
     """
-    out: dict[str, str] = {}
-    pos = 1
-    for g in groups:
-        for s in g:
-            out[s.model] = f"{pos}=" if len(g) > 1 else str(pos)
-        pos += len(g)
-    return out
+    starts = accumulate((len(g) for g in groups), initial=1)
+    return {s.model: f"{pos}=" if len(g) > 1 else str(pos) for g, pos in zip(groups, starts) for s in g}
 
 
 def order_with_ties(groups: list[list[Any]], higher_is_better: bool = True) -> str:
@@ -403,25 +398,23 @@ def ranking_rows(stats: list[ModelStat], spec: MetricSpec, pairs: list[dict[str,
     """The ranking table's rows as printed, in ``stats`` order (keys :data:`RANKING_KEYS`; ``pairs`` decide ties)."""
     ranked = [s for s in stats if s.summary is not None]
     labels = rank_labels(tie_groups(ranked, pairs))
-    rows = []
-    for s in stats:
-        sm = s.summary
-        rows.append(
-            {
-                "rank": labels[s.model] if sm else "unscored",
-                "model": s.model,
-                "mean": fmt2(sm.mean) if sm else "n/a",
-                "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else ci_text(sm)) if sm else "n/a",
-                "total": fmt_total(sm.total, spec) if sm else "n/a",
-                "n": sm.n if sm else 0,
-                "failed": s.failed
-                if sm or not s.reason
-                else s.reason
-                if s.failed and " failed (" in s.reason and "not applicable" not in s.reason
-                else f"{s.failed} ({s.reason})",
-            }
-        )
-    return rows
+    return [
+        {
+            "rank": labels[s.model] if sm else "unscored",
+            "model": s.model,
+            "mean": fmt2(sm.mean) if sm else "n/a",
+            "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else ci_text(sm)) if sm else "n/a",
+            "total": fmt_total(sm.total, spec) if sm else "n/a",
+            "n": sm.n if sm else 0,
+            "failed": s.failed
+            if sm or not s.reason
+            else s.reason
+            if s.failed and " failed (" in s.reason and "not applicable" not in s.reason
+            else f"{s.failed} ({s.reason})",
+        }
+        for s in stats
+        for sm in [s.summary]
+    ]
 
 
 def by_metric(scores: Iterable[Score]) -> dict[str, list[Score]]:
