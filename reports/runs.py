@@ -180,11 +180,7 @@ def _cost(root: Path) -> tuple[float | None, str]:
     made = [r for r in rows if not r.get("cached")]
     if not made:
         return 0.0, "no model calls" if not rows else f"{len(rows)} calls, all from the cache"
-    known = [
-        float(r["cost"])
-        for r in made
-        if isinstance(r.get("cost"), (int, float)) and not isinstance(r.get("cost"), bool)
-    ]
+    known = [float(c) for r in made if isinstance(c := r.get("cost"), (int, float)) and not isinstance(c, bool)]
     unpriced = sum(1 for r in made if r.get("cost") is None and not r.get("error"))
     interrupted = sum(1 for r in made if r.get("interrupted"))
     notes = [f"{len(made)} call{'' if len(made) == 1 else 's'}"]
@@ -496,8 +492,7 @@ def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tupl
     for r in runs:
         if r.viewer and r.status != "broken":
             prefix = Path(r.viewer).parent.as_posix()
-            for rel, p in viewer_files(out_dir / prefix).items():
-                files[f"{prefix}/{rel}"] = p
+            files.update({f"{prefix}/{rel}": p for rel, p in viewer_files(out_dir / prefix).items()})
     for _title, href in comparisons:
         p = out_dir / href
         if p.is_file() and not p.is_symlink():
