@@ -226,8 +226,7 @@ async def ainvoke(
     target = runnable if runnable is not None else model.chat
     if target is None:
         raise ModelCallError("has no chat model to call", what=model.name)
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    policy = RetryPolicy(max_attempts, base_delay_s, max_delay_s, max_retry_after_s)  # ValueError for < 1 attempt
     book = ledger if ledger is not None else _acc.current_ledger()
     who = role or model.role
     key = None
@@ -241,12 +240,6 @@ async def ainvoke(
             return hit
     if book is not None:
         book.check_budget(model.name, who)
-    policy = RetryPolicy(
-        max_attempts=max_attempts,
-        base_delay_s=base_delay_s,
-        max_delay_s=max_delay_s,
-        max_retry_after_s=max_retry_after_s,
-    )
     call = _Call(model, messages, book, who, timeout_s, total_timeout_s)
     return await call.run(target, key, policy)
 
