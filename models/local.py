@@ -89,8 +89,7 @@ def gguf_path(name: str) -> Path:
             fix="use one of: " + ", ".join(f"local:{n}" for n in sorted(LOCAL_MODELS)),
         )
     found = importlib.util.find_spec(spec.package)
-    locations = list(found.submodule_search_locations or []) if found else []
-    for loc in locations:
+    for loc in (found.submodule_search_locations or []) if found else []:
         p = Path(loc) / spec.gguf
         if p.is_file():
             return p
@@ -138,11 +137,8 @@ def schema_from_system_prompt(messages: Sequence[BaseMessage]) -> dict[str, Any]
             continue
         text = _text(m.content)
         for hit in _SCHEMA_MARK.finditer(text):
-            rest = text[hit.end() :]
-            if not rest.startswith("{"):
-                continue
             try:
-                obj, _ = json.JSONDecoder().raw_decode(rest)
+                obj, _ = json.JSONDecoder().raw_decode(text, hit.end())
             except ValueError:
                 continue
             if isinstance(obj, dict):
