@@ -293,19 +293,16 @@ def match_criterion(rubric: Rubric, phrase: str) -> str | None:
 
     q = re.sub(r"^(?:the\s+)?(?:criterion\s+)?", "", norm(phrase))
     names = [c.name for c in rubric.criteria]
-    for n in names:
-        if norm(n) == q:
-            return n
-    for n in names:
-        if q and (q in norm(n) or norm(n) in q):
-            return n
-    if not q:
-        return None
+    exact = next((n for n in names if norm(n) == q), None)
+    if exact is not None or not q:
+        return exact
     words = q.split()
-    for n in names:
-        nw = norm(n).split()
-        if all(any(len(w) >= 5 and len(x) >= 5 and w[:6] == x[:6] for x in nw) for w in words):
-            return n
+    for same in (
+        lambda n: q in n or n in q,
+        lambda n: all(any(len(w) >= 5 and len(x) >= 5 and w[:6] == x[:6] for x in n.split()) for w in words),
+    ):
+        if (hit := next((n for n in names if same(norm(n))), None)) is not None:
+            return hit
     sims = semantic_scores(phrase, names)
     i = max(range(len(names)), key=lambda k: sims[k])
     return names[i] if sims[i] >= MATCH_THRESHOLD else None
