@@ -351,21 +351,17 @@ class Ledger:
         """
         with self._lock:
             known = {r.call_id for r in self.records if r.call_id}
-        new: list[CallRecord] = []
+        first: dict[str, dict[str, Any]] = {}
         for row in sent:
             cid = row.get("call_id")
-            if not isinstance(cid, str) or cid in known:
-                continue
-            known.add(cid)
-            new.append(
-                CallRecord(
-                    model=str(row.get("model", "")),
-                    role=str(row.get("role", "")),
-                    error=INTERRUPTED,
-                    call_id=cid,
-                    interrupted=True,
-                )
+            if isinstance(cid, str) and cid not in known:
+                first.setdefault(cid, row)
+        new = [
+            CallRecord(
+                str(r.get("model", "")), str(r.get("role", "")), error=INTERRUPTED, call_id=cid, interrupted=True
             )
+            for cid, r in first.items()
+        ]
         self._add(new)
         return new
 
