@@ -498,11 +498,7 @@ class BatchCollector:
             text = read_text_in(self.journal.root, path)
         except OSError:
             return None
-        out: dict[str, Outcome] = {}
-        for row in _rows(text):
-            if isinstance(row.get("status"), int):
-                out[row["custom_id"]] = (row["status"], row.get("body"))
-        return out
+        return {r["custom_id"]: (r["status"], r.get("body")) for r in _rows(text) if isinstance(r.get("status"), int)}
 
     async def aclose(self) -> None:
         """Cancel what still runs (a run that ends with calls waiting, e.g. stopped by its budget)."""
