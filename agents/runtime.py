@@ -68,8 +68,8 @@ class RunContext:
         return [*self.targets, *self.judges, *self.added_judges, *([self.agent] if self.agent else [])]
 
 
-def _start_invocation(rt: RunContext, kind: str) -> str:
-    """Append this invocation's row to ``invocations.jsonl``; its id (returned) tags every record it appends."""
+def _start_invocation(rt: RunContext, kind: str) -> None:
+    """Append this invocation's row to ``invocations.jsonl``; its id, the store's ``invocation``, tags its records."""
     now = _dt.datetime.now(_dt.timezone.utc)
     inv = f"{now:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
     options = rt.config.model_dump(mode="json", exclude={"settings", "sent_params", "dropped_params"})
@@ -78,7 +78,6 @@ def _start_invocation(rt: RunContext, kind: str) -> str:
     row = {"id": inv, "time": now.isoformat(timespec="seconds"), "kind": kind, "argv": rt.argv, "options": options}
     rt.store.append_rows("invocations", [row])
     rt.store.invocation = inv
-    return inv
 
 
 def new_run_id(request: str) -> str:

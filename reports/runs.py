@@ -267,7 +267,7 @@ def _winner(report: dict[str, Any]) -> Winner | None:
     if not first:
         return None
     rest = [(rk, m) for rk, m in ranks if rk not in ("1", "1=") and rk.rstrip("=").isdigit()]
-    runner = [m for rk, m in rest if rest and rk == rest[0][0]]
+    runner = [m for rk, m in rest if rk == rest[0][0]]
     w = Winner(metric=metric, models=first, runner_up=runner)
     comp = report.get("comparison")
     if isinstance(comp, dict) and isinstance(comp.get("p"), (int, float)) and comp.get("a") in first:
