@@ -214,15 +214,13 @@ def unscored_reason(mine: list[Score]) -> str:
         return "no score recorded"
     na = [s for s in mine if not_applicable(s) or s.status == "not_applicable"]
     failed = [s for s in mine if s not in na]
+    by = Counter(s.status for s in failed)
+    what = ", ".join(f"{k} {v}" if len(by) > 1 else k for k, v in sorted(by.items()))
     parts = []
-    if na:
-        why = next((s.error for s in na if s.error), "")
-        parts.append(f"{len(na)} not applicable" + (f": {clip_reason(why)}" if why else ""))
-    if failed:
-        by = Counter(s.status for s in failed)
-        what = ", ".join(f"{k} {v}" if len(by) > 1 else k for k, v in sorted(by.items()))
-        why = next((s.error for s in failed if s.error), "")
-        parts.append(f"{len(failed)} failed ({what})" + (f": {clip_reason(why)}" if why else ""))
+    for group, label in ((na, "not applicable"), (failed, f"failed ({what})")):
+        why = next((s.error for s in group if s.error), "")
+        if group:
+            parts.append(f"{len(group)} {label}" + (f": {clip_reason(why)}" if why else ""))
     return "; ".join(parts)
 
 
