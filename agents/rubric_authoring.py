@@ -146,12 +146,10 @@ _NEEDS_WORDS: tuple[tuple[CriterionTool, re.Pattern[str]], ...] = (
 def generic_rubric(description: str, name: str | None = None) -> Rubric:
     """A 4-criterion rubric: one per key phrase of ``description``, filled up from correctness, completeness, ..."""
     phrases = key_phrases(description)
-    crits: list[Criterion] = [drafted_criterion(p) for p in phrases]
-    for n, d, a0, a5, a10 in _GENERIC:
-        if len(crits) >= 4:
-            break
-        if n not in {c.name for c in crits}:
-            crits.append(Criterion(name=n, description=d, anchors={0: a0, 5: a5, 10: a10}))
+    crits: list[Criterion] = [drafted_criterion(p) for p in phrases]  # at most 4 (key_phrases' limit)
+    taken = {c.name for c in crits}
+    generic = [Criterion(name=n, description=d, anchors={0: a0, 5: a5, 10: a10}) for n, d, a0, a5, a10 in _GENERIC]
+    crits += [c for c in generic if c.name not in taken][: 4 - len(crits)]
     metric = slug(name or (phrases[0] if phrases else "custom_metric"))
     source = "user (sgieval metric define, generic rubric from the description)"
     return Rubric(name=metric, tasks=["*"], description=(description or metric).strip(), criteria=crits, source=source)
