@@ -253,20 +253,17 @@ class _Call:
         # noted before the request goes out: a process killed before the outcome is recorded still accounts for
         # it (a batched request is noted in the run's batch journal and billed once, when a run collects it)
         self.call_id = book.begin(model.name, who) if book is not None and not self.batched else None
-        # a batched call waits for its batch, not for a connection: no semaphore slot, the batch window as timeout
-        self.sem: Any = (
-            contextlib.nullcontext()
-            if self.batched
-            else current_call_context().semaphore(model.provider or model.name, model.max_in_flight)
-        )
         self.started = time.perf_counter()
         self.timeout_s = timeout_s if timeout_s is not None else current_call_context().timeout_s or DEFAULT_TIMEOUT_S
+        self.sem: Any = contextlib.nullcontext()
         self.tag: Any = contextlib.nullcontext  # the request's batch tag
-        if self.batched:
+        if self.batched:  # waits for its batch, not for a connection: no semaphore slot, the batch window as timeout
             from .batch_collector import BATCH_WAIT_S, request_tag
 
             self.timeout_s, total_s = max(self.timeout_s, BATCH_WAIT_S), None
             self.tag = functools.partial(request_tag, f"repeat={model.repeat}" if model.repeat else "")
+        else:
+            self.sem = current_call_context().semaphore(model.provider or model.name, model.max_in_flight)
         self.total_s = total_s if total_s is not None else 2.0 * self.timeout_s
         self.deadline: float | None = None  # set when the first request goes out
         self.sent, self.options = prompt_cache_options(model, messages, current_prompt_scope())
