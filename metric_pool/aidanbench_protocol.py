@@ -259,6 +259,44 @@ class _Judging:
         return 1.0 - max(int(r) for r in results) / 100  # type: ignore[arg-type]
 
 
+async def _target_answer(
+    target: NamedModel, runnable: Any, prompt: str, n: int, records: list[dict[str, Any]]
+) -> tuple[str, str] | None:
+    """The n-th reply's final text and reasoning; None when a content filter ends the question (B.5); raises _Stop."""
+    try:
+        out = await ainvoke(target, [HumanMessage(content=prompt)], runnable=runnable)
+    except ModelCallError as e:
+        if records and any(t in e.message.lower() for t in CONTENT_FILTER_TERMS):
+            records[-1].update(stopping_condition=CONTENT_ERROR, final_stopping_condition=CONTENT_ERROR)
+            records[-1]["error_message"] = e.message
+            return None
+        raise _Stop("infra_error", f"target call failed for answer {n}: {e.message}") from e
+    got = read_reply(out)
+    if got["status"] != "ok":  # D.10: a truncated or empty answer ends the question, flagged
+        cut = "cut by the token limit" if got["status"] == "truncated" else "has no final text"
+        raise _Stop(got["status"], f"target reply for answer {n} {cut} (finish_reason {got['finish_reason']!r})")
+    return got["text"], got["reasoning"] or ""
+
+
+async def _scores(
+    jr: _Judging, embedder: Any, answer: str, answers: list[str], emb_prev: Any, n: int, flags: list[str], llm: bool
+) -> tuple[int, Any, float, float | None]:
+    """Coherence (B.2), the answer's embedding, embedding novelty (B.3) and LLM novelty (B.4); raises _Stop."""
+    coherence = await jr.ask(
+        COHERENCE_PROMPT.format(question=jr.question, answer=candidate(answer)),
+        "coherence_score",
+        n,
+        "coherence",
+        flags,
+    )
+    try:
+        e_new = _encode(embedder, [answer])
+    except Exception as e:  # noqa: BLE001 - OfflineError, model errors
+        raise _Stop("infra_error", f"embedding failed for answer {n}: {type(e).__name__}: {e}") from e
+    novelty = 1.0 if emb_prev is None else novelty_against(e_new[0], emb_prev)
+    return coherence, e_new, novelty, (await jr.llm_novelty(answer, answers, n, flags) if llm else None)
+
+
 def _runnable(
     item: Item, target: NamedModel, judge: NamedModel | None, variant: str, max_answers: int, temperature: float
 ) -> Any:
@@ -286,6 +324,54 @@ def _runnable(
         return target.chat if "temperature" in target.dropped else target.chat.bind(temperature=temperature)  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001 - a chat model without bind(): call it as configured
         return target.chat
+
+
+async def _loop(
+    jr: _Judging,
+    target: NamedModel,
+    runnable: Any,
+    embedder: Any,
+    variant: Variant,
+    cot: bool,
+    llm_novelty: bool,
+    taus: tuple[float, float, float],
+    max_answers: int,
+    clock: Callable[[], float],
+    t0: float,
+) -> tuple[list[dict[str, Any]], Status, str | None]:
+    """The records of one question's answers (B.1, B.7), the status and the failure reason."""
+    records: list[dict[str, Any]] = []
+    answers: list[str] = []
+    emb_prev: np.ndarray | None = None
+    status: Status = "ok"
+    error: str | None = None
+    try:
+        for n in range(1, max_answers + 1):
+            got = await _target_answer(target, runnable, generation_prompt(jr.question, answers, cot=cot), n, records)
+            if got is None:
+                break
+            answer, thoughts = extract_answer(got[0], variant), got[1]
+            flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
+            coherence, e_new, novelty, llm_nov = await _scores(
+                jr, embedder, answer, answers, emb_prev, n, flags, llm_novelty
+            )
+            stop = stopping_condition(coherence, novelty, llm_nov, tau_c=taus[0], tau_n=taus[1], tau_llm=taus[2])
+            rec: dict[str, Any] = {"answer_num": n, "answer": answer}
+            rec |= ({"thoughts": thoughts} if thoughts else {}) | ({"flags": flags} if flags else {})
+            rec |= {"embedding_dissimilarity_score": novelty, "coherence_score": coherence}
+            rec |= {"processing_time": clock() - t0, "stopping_condition": stop}
+            rec |= {"llm_dissimilarity_score": llm_nov} if llm_novelty else {}
+            records.append(rec)
+            answers.append(answer)
+            emb_prev = e_new if emb_prev is None else np.vstack([emb_prev, e_new])
+            if stop:
+                rec["final_stopping_condition"] = stop
+                break
+        else:
+            records[-1]["final_stopping_condition"] = ANSWER_CAP
+    except _Stop as e:
+        status, error = e.status, e.error
+    return records, status, error
 
 
 async def run_generation(
@@ -334,53 +420,9 @@ async def run_generation(
     # score tags: the judge's own last one (D.18) but in the code variant
     jr = _Judging(judge, question, last=variant != "sciaidanbench_code", attempts=judge_attempts)
     t0 = clock()
-    records: list[dict[str, Any]] = []  # B.1, B.7
-    answers: list[str] = []
-    emb_prev: np.ndarray | None = None
-    status: Status = "ok"
-    error: str | None = None
-    try:
-        for n in range(1, max_answers + 1):
-            try:
-                msgs = [HumanMessage(content=generation_prompt(jr.question, answers, cot=cot))]
-                out = await ainvoke(target, msgs, runnable=runnable)
-            except ModelCallError as e:
-                if records and any(t in e.message.lower() for t in CONTENT_FILTER_TERMS):  # B.5: ends the question
-                    records[-1].update(stopping_condition=CONTENT_ERROR, final_stopping_condition=CONTENT_ERROR)
-                    records[-1]["error_message"] = e.message
-                    break
-                raise _Stop("infra_error", f"target call failed for answer {n}: {e.message}") from e
-            got = read_reply(out)
-            if got["status"] != "ok":  # D.10: a truncated or empty answer ends the question, flagged
-                cut = "cut by the token limit" if got["status"] == "truncated" else "has no final text"
-                why = f"target reply for answer {n} {cut} (finish_reason {got['finish_reason']!r})"
-                raise _Stop(got["status"], why)
-            answer, thoughts = extract_answer(got["text"], variant), got["reasoning"] or ""
-            flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
-            prompt = COHERENCE_PROMPT.format(question=jr.question, answer=candidate(answer))
-            coherence = await jr.ask(prompt, "coherence_score", n, "coherence", flags)  # B.2
-            try:
-                e_new = _encode(embedder, [answer])
-            except Exception as e:  # noqa: BLE001 - OfflineError, model errors
-                raise _Stop("infra_error", f"embedding failed for answer {n}: {type(e).__name__}: {e}") from e
-            novelty = 1.0 if emb_prev is None else novelty_against(e_new[0], emb_prev)  # B.3
-            llm_nov = await jr.llm_novelty(answer, answers, n, flags) if llm_novelty else None  # B.4
-            stop = stopping_condition(coherence, novelty, llm_nov, tau_c=tau_c, tau_n=tau_n, tau_llm=tau_llm)
-            rec: dict[str, Any] = {"answer_num": n, "answer": answer}
-            rec |= ({"thoughts": thoughts} if thoughts else {}) | ({"flags": flags} if flags else {})
-            rec |= {"embedding_dissimilarity_score": novelty, "coherence_score": coherence}
-            rec |= {"processing_time": clock() - t0, "stopping_condition": stop}
-            rec |= {"llm_dissimilarity_score": llm_nov} if llm_novelty else {}
-            records.append(rec)
-            answers.append(answer)
-            emb_prev = e_new if emb_prev is None else np.vstack([emb_prev, e_new])
-            if stop:
-                rec["final_stopping_condition"] = stop
-                break
-        else:
-            records[-1]["final_stopping_condition"] = ANSWER_CAP
-    except _Stop as e:
-        status, error = e.status, e.error
+    records, status, error = await _loop(
+        jr, target, runnable, embedder, variant, cot, llm_novelty, (tau_c, tau_n, tau_llm), max_answers, clock, t0
+    )
     meta = {
         "records": records, "protocol": variant, "temperature": str(temperature), "judge": judge.name,
         "embedder": getattr(embedder, "name", type(embedder).__name__), "llm_novelty": llm_novelty,
