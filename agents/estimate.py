@@ -47,6 +47,33 @@ def _typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: 
     return n, f"the stated default for {bench or 'these'} answers ({n} tokens)"
 
 
+def _notes(rehearsed: "_Rehearsed", batch: bool) -> list[str]:
+    """The estimate's notes: the batch rate, open-creativity items, metrics that asked no judge of a stand-in."""
+    notes = ["--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
+             "list price); the agent model's calls are direct"] if batch else []  # fmt: skip
+    if rehearsed.open_creativity:
+        notes.append(
+            "open-creativity items: counted for one answer and one coherence judgement per question; the "
+            "protocol asks for further answers while they stay coherent and novel, so those items cost more"
+        )
+    for name, ids in rehearsed.unrehearsed.items():
+        notes.append(
+            f"{name}: no judge call was made on the stand-in answer on {len(ids)} item(s) (the metric reads the "
+            "answer's content before it asks a judge), so its judge calls on live answers are not counted"
+        )
+    return notes
+
+
+def _tokenizer(rows: Sequence[RoleEstimate]) -> str:
+    """The tokenizer that counted every row's tokens, else each model's, else the approximation."""
+    counters = {m: token_counter(m).name for m in dict.fromkeys(r.model for r in rows)}
+    names = set(counters.values())
+    tokenizer = "; ".join(f"{m}: {n}" for m, n in counters.items()) or APPROXIMATION
+    if len(names) == 1:
+        tokenizer = next(iter(names))
+    return tokenizer
+
+
 async def estimate_run(
     items: Sequence[Item], targets: Sequence[NamedModel], judges: Sequence[NamedModel], metrics: Sequence[Metric], *,
     agent: NamedModel | None = None, agent_done: Mapping[str, int] | None = None, tools: Any = None,
@@ -108,18 +135,6 @@ async def estimate_run(
         if live
         else "judge prompts carry the stored answers"
     )
-    notes = ["--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
-             "list price); the agent model's calls are direct"] if batch else []  # fmt: skip
-    if rehearsed.open_creativity:
-        notes.append(
-            "open-creativity items: counted for one answer and one coherence judgement per question; the "
-            "protocol asks for further answers while they stay coherent and novel, so those items cost more"
-        )
-    for name, ids in rehearsed.unrehearsed.items():
-        notes.append(
-            f"{name}: no judge call was made on the stand-in answer on {len(ids)} item(s) (the metric reads the "
-            "answer's content before it asks a judge), so its judge calls on live answers are not counted"
-        )
     order = [(t.name, "target") for t in targets if not t.is_replay] + [(j.name, "judge") for j in judges]
     rows = summarise(rehearsal.calls, order, prices, batch=batch)
     for row in rows:
@@ -127,17 +142,13 @@ async def estimate_run(
             row.note = "; ".join(f"not run on {n} item(s): {why}" for why, n in rehearsed.not_run[row.model].items())
     if agent is not None:
         rows.append(_agent_row(agent, agent_done or {}, prices))
-    counters = {m: token_counter(m).name for m in dict.fromkeys(r.model for r in rows)}
-    names = set(counters.values())
-    tokenizer = "; ".join(f"{m}: {n}" for m, n in counters.items()) or APPROXIMATION
-    if len(names) == 1:
-        tokenizer = next(iter(names))
     typical = (
         f"{how}; typical judge output {JUDGE_REPLY_TOKENS} tokens per structured reply and {TOOL_TURN_TOKENS} per "
         f"tool round (stated); judges offered tools are counted with every tool round used (an upper bound), each "
         f"tool result read back as {TOOL_RESULT_TOKENS} input tokens (stated)"
     )
-    return Estimate(rows=rows, items=len(items), tokenizer=tokenizer, typical_output=typical, notes=notes)
+    notes = _notes(rehearsed, batch)
+    return Estimate(rows=rows, items=len(items), tokenizer=_tokenizer(rows), typical_output=typical, notes=notes)
 
 
 @dataclasses.dataclass

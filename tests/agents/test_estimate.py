@@ -488,3 +488,18 @@ def test_an_estimate_that_fails_under_yes_does_not_stop_the_run(tmp_path, monkey
     logged = [json.loads(x) for x in (run.report.parent / "log.jsonl").read_text().splitlines()]
     (warn,) = [r for r in logged if r.get("event") == "estimate failed; the run goes on without one"]
     assert warn["reason"] == "RuntimeError: tokenizer exploded"
+
+
+def test_estimate_notes_name_the_batch_rate_open_creativity_and_unrehearsed_metrics():
+    from sgieval.agents.estimate import _notes, _Rehearsed
+
+    rehearsed = _Rehearsed(open_creativity=True, unrehearsed={"sgi_dry_pass_all": {"d1", "d2"}})
+    assert _notes(rehearsed, batch=True) == [
+        "--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
+        "list price); the agent model's calls are direct",
+        "open-creativity items: counted for one answer and one coherence judgement per question; the protocol asks "
+        "for further answers while they stay coherent and novel, so those items cost more",
+        "sgi_dry_pass_all: no judge call was made on the stand-in answer on 2 item(s) (the metric reads the answer's "
+        "content before it asks a judge), so its judge calls on live answers are not counted",
+    ]
+    assert _notes(_Rehearsed(), batch=False) == []
