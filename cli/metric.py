@@ -351,16 +351,9 @@ def rubric_loop(
     before, before_what = _before_scores(records, rubrics, current, units, panel, rescore)
     err.print(f"{len(labels)} label(s) of {len(units)} unit(s); judge: {', '.join(panel)}", highlight=False)
     while True:
-        apart = [d for d in disagreements(before, labels, current, judge=judge) if d.gap != 0]
-        if apart:
-            out.print(_disagreement_table(apart, top))
-        else:
-            out.print(safe(f"{who} agrees exactly with every label of {current.name} (version {current.version})"))
-        for i, c in enumerate(current.criteria, 1):
-            levels = "; ".join(f"{k}={v}" for k, v in sorted(c.anchors.items()))
-            out.print(
-                safe(f"{i}. {c.name}: {c.description}" + (f" [anchors: {levels}]" if levels else "")), highlight=False
-            )
+        _show_disagreements(
+            [d for d in disagreements(before, labels, current, judge=judge) if d.gap != 0], current, who, top
+        )
         revised = _ask_revision(current)
         if revised is None:
             break
@@ -392,6 +385,19 @@ def rubric_loop(
         path = _save_version(revised, current, out_dir, after)
         out.print(safe(f"saved {revised.name} version {revised.version}: {path}"), highlight=False)
         current, before, before_what = revised, after, f"v{revised.version}"
+
+
+def _show_disagreements(apart: list[Any], current: Rubric, who: str, top: int) -> None:
+    """Print the ``top`` largest judge-label disagreements (or that there is none), then the rubric's criteria."""
+    if apart:
+        out.print(_disagreement_table(apart, top))
+    else:
+        out.print(safe(f"{who} agrees exactly with every label of {current.name} (version {current.version})"))
+    for i, c in enumerate(current.criteria, 1):
+        levels = "; ".join(f"{k}={v}" for k, v in sorted(c.anchors.items()))
+        out.print(
+            safe(f"{i}. {c.name}: {c.description}" + (f" [anchors: {levels}]" if levels else "")), highlight=False
+        )
 
 
 def _rubric_of_run(name: str, run: Path) -> tuple[Any, dict[str, Rubric], Rubric, list[Any]]:
