@@ -1,20 +1,13 @@
 """SGI-Bench Dry Experiment metrics (METRICS.md A.3): PassAll@1/3/5 (@5 primary), SER, AET. The completed functions are
 swapped into ``incomplete_main_code`` (:func:`assemble`) and run once per unit test in ``ctx.sandbox`` (or, with
-``unsafe_local_exec``, :class:`SubprocessSandbox`, NO isolation); pass rule: D.12, D.13 (``dry_pass_order``)."""
+``unsafe_local_exec``, the tools' :class:`~sgieval.tools.sandbox.UnsafeLocalSandbox`: rlimits, NO isolation); pass
+rule: D.12, D.13 (``dry_pass_order``)."""
 
 from __future__ import annotations
 
 import ast
 import asyncio
-import contextlib
-import os
 import re
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -170,85 +163,6 @@ def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[
     return code, report
 
 
-class SubprocessSandbox:
-    """FALLBACK ONLY, NO ISOLATION: a plain ``python`` subprocess in a temporary directory with a wall-clock timeout
-    (its process group killed), for ``unsafe_local_exec`` when ``ctx.sandbox`` is None (a
-    :class:`sgieval.tools.base.Sandbox`)."""
-
-    name = "subprocess-fallback (unsafe)"
-
-    def _one(self, workdir: Path, script: str, timeout_s: float) -> ExecResult:
-        from ...tools import ExecResult  # the tools folder loads numpy: not at start-up
-
-        # a clean environment: the host's variables (API keys among them) never reach model-written code
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LANG": "C.UTF-8",
-            "PYTHONIOENCODING": "utf-8",
-            "HOME": str(workdir),
-            "TMPDIR": str(workdir),
-            "MPLBACKEND": "Agg",
-        }
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, script],
-                cwd=workdir,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError as e:
-            return ExecResult(stderr=f"launch failed: {e}", exit_code=None, backend=self.name)
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            timed_out = True
-        wall = time.perf_counter() - t0
-        return ExecResult(
-            stdout=out.decode("utf-8", "replace"),
-            stderr=err.decode("utf-8", "replace"),
-            exit_code=proc.returncode,
-            wall_time_s=wall,
-            timed_out=timed_out,
-            killed_reason="timeout" if timed_out else None,
-            backend=self.name,
-        )
-
-    def run(
-        self,
-        code: str,
-        *,
-        files: dict[str, str | bytes] | None = None,
-        setup_scripts: list[str] | None = None,
-        timeout_s: float = 60.0,
-        output_files: list[str] | None = None,
-    ) -> ExecResult:
-        with tempfile.TemporaryDirectory(prefix="sgieval-dry-", ignore_cleanup_errors=True) as tmp:
-            workdir = Path(tmp)
-            for fname, content in (files or {}).items():
-                p = workdir / fname
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
-            (workdir / "main.py").write_text(code, encoding="utf-8")
-            for s in setup_scripts or []:
-                r = self._one(workdir, s, timeout_s)
-                if r.exit_code != 0 or r.timed_out:
-                    return r.model_copy(update={"setup_failed": True})
-            res = self._one(workdir, "main.py", timeout_s)
-            for fname in output_files or []:
-                p = workdir / fname
-                if p.is_file():
-                    res.files[fname] = p.read_text(encoding="utf-8", errors="replace")
-            return res
-
-
 def program_output(res: ExecResult) -> str:
     """A.3: (stderr + "\\n" + stdout).strip()."""
     return (res.stderr + "\n" + res.stdout).strip()
@@ -384,7 +298,9 @@ class DryExperimentMetric(Metric):
 
         sandbox = ctx.sandbox
         if sandbox is None and (self.unsafe_local_exec or ctx.options.get("unsafe_local_exec")):
-            sandbox = SubprocessSandbox()
+            from ...tools.sandbox import UnsafeLocalSandbox  # the tools folder loads numpy: not at start-up
+
+            sandbox = UnsafeLocalSandbox()
         if sandbox is None:
             return self.failed(
                 item,

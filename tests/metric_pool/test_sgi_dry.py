@@ -260,6 +260,8 @@ async def test_real_run_subprocess_fallback():
     assert (rows[3]["returncode"], rows[3]["runtime"], rows[3]["how"]) == (-1, 2.0, "timeout")
     assert rows[4]["returncode"] == 1 and "ZeroDivisionError: zero" in rows[4]["output_tail"]
     assert scores["dry_passall_1"].details["assembly"] == {"compute": "fenced"}
+    # the fallback is the tools' unsafe-local sandbox (clean environment, rlimits: tests/tools/test_sandbox_env.py)
+    assert {e.backend for e in scores["dry_passall_1"].evidence} == {"unsafe-local"}
 
 
 async def test_real_run_without_unsafe_flag_is_infra_error_and_setup_failure():

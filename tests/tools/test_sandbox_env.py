@@ -10,7 +10,6 @@ import os
 
 import pytest
 
-from sgieval.metric_pool.sgi.dry_experiment import SubprocessSandbox
 from sgieval.tests.tools.sandboxes import needs_bwrap
 from sgieval.tools.sandbox import BubblewrapSandbox, UnsafeLocalSandbox
 
@@ -61,9 +60,3 @@ def test_bubblewrap_environment_is_exactly_the_sandbox_variables(host_secret):
 def test_unsafe_local_environment_is_exactly_the_sandbox_variables(host_secret):
     env = _env_of(UnsafeLocalSandbox(timeout_s=30))
     assert sorted(env) == COMMON
-
-
-def test_dry_experiment_subprocess_fallback_gets_a_clean_environment(host_secret):
-    env = _env_of(SubprocessSandbox())
-    assert sorted(env) == ["HOME", "LANG", "MPLBACKEND", "PATH", "PYTHONIOENCODING", "TMPDIR"]
-    assert env["PATH"] == os.environ["PATH"]
