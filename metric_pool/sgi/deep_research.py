@@ -9,12 +9,11 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, Response, Score, verdict_word
-from ...models import NamedModel
-from ...models import ainvoke, message_text
-from ..base import Metric, ScoringContext
-from ..registry import metric
+from ...models import NamedModel, ainvoke, message_text
 from ..answers import normalised_match
+from ..base import Metric, ScoringContext
 from ..judge import as_data
+from ..registry import metric
 from .common import BENCHMARK, NONE_ANSWER, is_empty_or_none, judge_panel, model_answer, reference_field, spec
 
 EM = spec(
@@ -108,21 +107,13 @@ async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tu
     """(parsed answer, evidence) of the LLM answer parser (A.0): its raw, unstripped output, or ``extracted`` when
     the call fails after its retries."""
     example = parser_example(reference)
-    ev: dict[str, Any] = {
-        "tool": "answer_parser",
-        "judge": parser.name,
-        "input": extracted,
-        "example": example,
-        "raw": None,
-        "error": None,
-    }
+    ev: dict[str, Any] = {"tool": "answer_parser", "judge": parser.name, "input": extracted, "example": example}
     try:
-        out = await ainvoke(parser, parser_messages(extracted, example))
+        raw = message_text(await ainvoke(parser, parser_messages(extracted, example)))
     except ModelCallError as e:
-        ev["error"] = f"answer parser failed, extracted answer used instead: {e.message}"
-        return extracted, ev
-    ev["raw"] = message_text(out)
-    return ev["raw"], ev
+        why = f"answer parser failed, extracted answer used instead: {e.message}"
+        return extracted, ev | {"raw": None, "error": why}
+    return raw, ev | {"raw": raw, "error": None}
 
 
 @metric(EM, EM_NORMALISED, scope=BENCHMARK)
@@ -142,10 +133,9 @@ class ExactMatchMetric(Metric):
         if not response.ok:
             return self.failed(item, response, response.status, f"no response: {response.error}")
         try:
-            ref = reference_field(item, "answer")
+            ref = str(reference_field(item, "answer"))
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
-        ref = str(ref)
         text = response.text
         parsed: str | None = None
         evidence: list[Evidence] = []
@@ -168,7 +158,7 @@ class ExactMatchMetric(Metric):
         how = "no answer parser" if parsed is None or judge_name == "objective" else f"parser {judge_name}"
         em_why = f"reference {ref!r} vs model_answer {extracted!r}"
         em_why += (f" / parsed {parsed!r}" if parsed is not None else "") + f" ({how}): EM {em}"
-        emn_why = f"normalised comparison of {ref!r} with {[c for c in cands]!r}: {emn}"
+        emn_why = f"normalised comparison of {ref!r} with {cands!r}: {emn}"
         return [
             Score(item_id=item.id, model=response.model, metric=spec.name, value=float(v), judge=judge_name,
                   evidence=evidence, details=details, rationale=why)
@@ -261,9 +251,7 @@ def sla_messages(item: Item, response_text: str, extracted: str) -> list:
 
 
 def step_level_accuracy(steps: list[StepJudgement]) -> float:
-    """SLA = #steps judged "correct" / #steps (A.1); ValueError for an empty list."""
-    if not steps:
-        raise ValueError("the judge returned an empty step list")
+    """SLA = #steps judged "correct" / #steps (A.1) of a validated, non-empty :class:`StepJudgements` list."""
     return sum(s.judge == "correct" for s in steps) / len(steps)
 
 
