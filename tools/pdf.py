@@ -76,7 +76,7 @@ def parse_page_ranges(spec: str | None, n_pages: int) -> list[int]:
     Raises:
         InputError: a syntax error or a range with start > end.
     """
-    if spec is None or not str(spec).strip() or str(spec).strip().lower() == "all":
+    if str(spec or "").strip().lower() in ("", "all"):
         return list(range(1, n_pages + 1))
     out: list[int] = []
     fix = "use forms like '3', '1-5', '2,4-6' or '10-'"
@@ -272,8 +272,6 @@ def _open(data: bytes, label: str, password: str | None) -> Any:
                     fix="pass password=... or a decrypted copy",
                 )
         len(reader.pages)  # parses the page tree: a malformed one fails here
-    except ToolError:
-        raise
     except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as e:
         raise ToolError(
             f"malformed PDF that pypdf cannot open ({type(e).__name__}: {e})",
@@ -289,7 +287,6 @@ def _read_pages(
     """Append the text of the ``wanted`` pages to ``doc`` until ``max_chars`` or the deadline (``time.monotonic``),
     marking ``doc`` partial with a warning for what is left out."""
     total = 0
-    failed: list[int] = []
     empty: list[int] = []
     for i, number in enumerate(wanted):
         if time.monotonic() > deadline:
@@ -299,7 +296,7 @@ def _read_pages(
         try:
             text = reader.pages[number - 1].extract_text() or ""
         except Exception as e:  # noqa: BLE001 - any parser failure on a damaged page
-            failed.append(number)
+            doc.partial = True
             doc.pages.append(PdfPage(number=number, text=""))
             doc.warnings.append(f"page {number}: text extraction failed ({type(e).__name__})")
             continue
@@ -313,8 +310,6 @@ def _read_pages(
             break
         total += len(text)
         doc.pages.append(PdfPage(number=number, text=text))
-    if failed:
-        doc.partial = True
     if empty and len(empty) == len(doc.pages) and doc.pages:
         doc.partial = True
         doc.warnings.append("no text layer on the pages read (image-only scan?); OCR is not available")
