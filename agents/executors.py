@@ -11,21 +11,16 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..core import EXECUTORS, InputError, Item, OfflineError, RunStore
 from ..core.retry import RetriesExhausted, RetryPolicy, retry
-from ..metric_pool import CORPUS, Metric, ScoringContext
+from ..metric_pool import Metric, ScoringContext
 from ..models import CallContext, Ledger, NamedModel, call_context, current_call_context, current_ledger
 from .evaluation import run_evaluation
 
 U = TypeVar("U")
-R = TypeVar("R")
 
 _CLIENT_FIELDS = frozenset(
     {"client", "async_client", "root_client", "root_async_client", "http_client", "http_async_client"}
 )
-
-
-def _check(executor: str) -> None:
-    if executor not in EXECUTORS:
-        raise InputError(f"unknown executor {executor!r}", what="--executor", fix=f"use one of {', '.join(EXECUTORS)}")
+_FILES = ("responses", "scores")
 
 
 def shard(units: Sequence[U], n: int) -> list[list[U]]:
@@ -150,52 +145,6 @@ def _run_in_task(fn: Callable[[list[Any]], Awaitable[Any]], part: list[Any]) -> 
     return _TASK_LOOP.run_until_complete(fn(part))
 
 
-async def run_units(
-    units: Sequence[U], fn: Callable[[list[U]], Awaitable[list[R]]], executor: str = "local", *,
-    num_shards: int | None = None, on_shard: Callable[[list[R]], None] | None = None, address: str | None = None,
-    num_cpus: int | None = None,
-) -> list[R]:  # fmt: skip
-    """Run ``fn`` over ``units`` (local: one call; ray: one task per shard) and concatenate the results.
-
-    Args:
-        units: the work units.
-        fn: async ``fn(shard) -> list[result]`` (for ``ray`` picklable with cloudpickle).
-        executor: ``"local"`` or ``"ray"``.
-        num_shards: Ray shards (default: the cluster's CPU count).
-        on_shard: called in this process with each shard's results as it finishes (completion order).
-        address: the Ray cluster address.
-        num_cpus: CPUs of a local Ray instance.
-
-    Returns:
-        The results, in shard order.
-
-    Raises:
-        InputError: an unknown executor or missing Ray.
-    """
-    _check(executor)
-    units = list(units)
-    if executor == "local" or not units:
-        res = await fn(units) if units else []
-        if on_shard and units:
-            on_shard(res)
-        return list(res)
-    ray = ensure_ray(address, num_cpus)
-    n = num_shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    parts = shard(units, n)
-    remote = ray.remote(_run_in_task)
-    fn_ref = ray.put(fn)
-    refs = [remote.remote(fn_ref, p) for p in parts]
-    results: dict[Any, list[R]] = {}
-    pending = list(refs)
-    while pending:
-        ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1)
-        for r in ready:
-            results[r] = list(await asyncio.to_thread(ray.get, r))
-            if on_shard:
-                on_shard(results[r])
-    return [x for r in refs for x in results[r]]
-
-
 def _pending_items(
     store: RunStore, items: Sequence[Item], targets: Sequence[NamedModel], metrics: Sequence[Metric]
 ) -> list[Item]:
@@ -211,29 +160,24 @@ def _pending_items(
 
 def _shard_evaluator(
     targets: list[dict[str, Any]], metrics: list[Metric], ctx: ScoringContext, max_parallel: int,
-    existing: dict[str, Any], use_cache: bool | None = None, prices: dict[str, tuple[float, float]] | None = None,
-) -> Callable[[list[Item]], Awaitable[list[dict[str, Any]]]]:  # fmt: skip
-    """The per-shard function for Ray tasks: items on a scratch run folder -> [{"responses", "scores", "ledger"}]."""
+    existing: dict[str, Any], use_cache: bool | None, prices: dict[str, tuple[float, float]] | None,
+) -> Callable[[list[Item]], Awaitable[dict[str, Any]]]:  # fmt: skip
+    """The per-shard function for Ray tasks: items on a scratch run folder -> {"responses", "scores", "ledger"}."""
 
-    async def evaluate_shard(items: list[Item]) -> list[dict[str, Any]]:
+    async def evaluate_shard(items: list[Item]) -> dict[str, Any]:
         ids = {i.id for i in items}
-        models = unpack_models(targets)
         ledger = Ledger(prices=prices)
         calls = CallContext(use_cache=use_cache, limits={"*": max_parallel})
         with tempfile.TemporaryDirectory(prefix="sgieval-shard-") as tmp, ledger.activate(), call_context(calls):
             store = RunStore(tmp)
-            old_r = [r for r in existing["responses"] if r.item_id in ids]
-            old_s = [s for s in existing["scores"] if s.item_id in ids]
-            store.append("responses", old_r)
-            store.append("scores", old_s)
-            await run_evaluation(store, items, models, metrics, ctx, max_parallel=max_parallel)
-            have_r = {(r.item_id, r.model) for r in old_r}
-            have_s = {(s.item_id, s.model, s.metric) for s in old_s}
-            new_r = [r for r in store.read("responses") if (r.item_id, r.model) not in have_r]
-            scores = store.read("scores")
-            new_s = [s for s in scores if s.item_id != CORPUS and (s.item_id, s.model, s.metric) not in have_s]
+            old = {f: [r for r in existing[f] if r.item_id in ids] for f in _FILES}
+            for f in _FILES:
+                store.append(f, old[f])
+            models = unpack_models(targets)
+            await run_evaluation(store, items, models, metrics, ctx, max_parallel=max_parallel, corpus=False)
+            new = {f: store.read(f)[len(old[f]) :] for f in _FILES}  # appended after the old records
             store.close()
-        return [{"responses": new_r, "scores": new_s, "ledger": ledger.to_dicts()}]
+        return {**new, "ledger": ledger.to_dicts()}
 
     return evaluate_shard
 
@@ -241,7 +185,7 @@ def _shard_evaluator(
 async def evaluate_with_executor(
     store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext, *,
     executor: str = "local", max_parallel: int = 16, on_progress: Callable[[int, int], None] | None = None,
-    num_shards: int | None = None, address: str | None = None, num_cpus: int | None = None, corpus: bool = True,
+    num_shards: int | None = None, corpus: bool = True,
 ) -> Any:  # fmt: skip
     """Evaluate ``items`` x ``targets`` into ``store``: ``local`` is :func:`run_evaluation`; ``ray`` first evaluates
     the unfinished items in Ray shards (records appended, ledgers merged as each finishes), then runs it locally.
@@ -253,8 +197,6 @@ async def evaluate_with_executor(
         max_parallel: most (item, target model) units in flight (>= 1).
         on_progress: ``on_progress(done, total)`` as units finish.
         num_shards: Ray shards (default: the cluster's CPU count).
-        address: the Ray cluster address.
-        num_cpus: CPUs of a local Ray instance.
         corpus: compute the corpus-level scores at the end.
 
     Returns:
@@ -263,12 +205,12 @@ async def evaluate_with_executor(
     Raises:
         InputError: an unknown executor or a model that cannot be shipped.
     """
-    _check(executor)
-    sharded = {"responses": 0, "scores": 0}
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r}", what="--executor", fix=f"use one of {', '.join(EXECUTORS)}")
+    sharded = {f: 0 for f in _FILES}
     todo = _pending_items(store, items, targets, metrics) if executor == "ray" else []
     if todo:
-        await _ray_shards(store, todo, targets, metrics, ctx, max_parallel, on_progress, sharded,
-                          num_shards=num_shards, address=address, num_cpus=num_cpus)  # fmt: skip
+        await _ray_shards(store, todo, targets, metrics, ctx, max_parallel, on_progress, sharded, num_shards)
     prog = await run_evaluation(
         store, items, targets, metrics, ctx, max_parallel=max_parallel, on_progress=on_progress, corpus=corpus
     )
@@ -281,27 +223,29 @@ async def evaluate_with_executor(
 
 async def _ray_shards(
     store: RunStore, todo: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext,
-    max_parallel: int, on_progress: Callable[[int, int], None] | None, sharded: dict[str, int], **ray_kw: Any,
+    max_parallel: int, on_progress: Callable[[int, int], None] | None, sharded: dict[str, int], num_shards: int | None,
 ) -> None:  # fmt: skip
-    """Evaluate ``todo`` in Ray tasks, appending each shard's records and ledger as it finishes (counted in sharded)."""
-    existing = {"responses": store.read("responses"), "scores": store.read("scores")}
+    """Evaluate ``todo`` in one Ray task per shard, appending each shard's records and ledger as it finishes (in
+    completion order; counted in ``sharded``)."""
+    existing = {f: store.read(f) for f in _FILES}
     ledger = current_ledger()
     prices = ledger.prices if ledger is not None else None
     use_cache = current_call_context().use_cache
-    fn = _shard_evaluator(pack_models(targets), list(metrics), ctx, max_parallel, existing, use_cache, prices=prices)
-    total = len(todo) * len(targets)
-    done_units = [0]
-
-    def on_shard(res: list[dict[str, Any]]) -> None:
-        for part in res:
-            store.append("responses", part["responses"])
-            store.append("scores", part["scores"])
-            sharded["responses"] += len(part["responses"])
-            sharded["scores"] += len(part["scores"])
+    fn = _shard_evaluator(pack_models(targets), list(metrics), ctx, max_parallel, existing, use_cache, prices)
+    ray = ensure_ray()
+    n = num_shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    remote, fn_ref = ray.remote(_run_in_task), ray.put(fn)
+    pending = [remote.remote(fn_ref, p) for p in shard(todo, n)]
+    total, done_units = len(todo) * len(targets), 0
+    while pending:
+        ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1)
+        for ref in ready:
+            part = await asyncio.to_thread(ray.get, ref)
+            for f in _FILES:
+                store.append(f, part[f])
+                sharded[f] += len(part[f])
             if ledger is not None:
                 ledger.merge(part["ledger"])
-            done_units[0] += len(part["responses"])
-        if on_progress:
-            on_progress(min(done_units[0], total), total)
-
-    await run_units(todo, fn, "ray", on_shard=on_shard, **ray_kw)
+            done_units += len(part["responses"])
+            if on_progress:
+                on_progress(min(done_units, total), total)

@@ -13,7 +13,7 @@ import pytest
 
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import GENERIC, InputError, Item, MetricSpec, RunStore
-from sgieval.agents.executors import evaluate_with_executor, pack_models, run_units, shard, unpack_models
+from sgieval.agents.executors import evaluate_with_executor, pack_models, shard, unpack_models
 from sgieval.metric_pool.base import FunctionMetric, MetricResult, ScoringContext
 from sgieval.models.accounting import Ledger
 from sgieval.models.base import NamedModel
@@ -30,12 +30,9 @@ def test_shard_sizes_and_order():
     assert shard([], 3) == []
 
 
-async def test_unknown_executor():
-    async def fn(part):
-        return part
-
+async def test_unknown_executor(tmp_path):
     with pytest.raises(InputError) as ei:
-        await run_units([1], fn, "dask")
+        await evaluate_with_executor(RunStore(tmp_path), _items(), [], [], ScoringContext(), executor="dask")
     assert str(ei.value) == "--executor: unknown executor 'dask'. Fix: use one of local, ray"
 
 
