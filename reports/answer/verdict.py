@@ -58,12 +58,8 @@ def focus_narrative(
     others = [s for s in ranked if s.model != focus]
     if not others:
         return text + " No other model was evaluated, so this is an absolute score, not a ranking."
-    pos, mine = 1, [me]
-    for g in groups:
-        if me in g:
-            mine = g
-            break
-        pos += len(g)
+    k = next((k for k, g in enumerate(groups) if me in g), len(groups))
+    mine, pos = groups[k] if k < len(groups) else [me], 1 + sum(map(len, groups[:k]))
     ties = [s.model for s in mine if s.model != focus]
     lead = next(s for s in ranked if s not in mine) if pos == 1 else ranked[0]
     text += (
@@ -76,10 +72,8 @@ def focus_narrative(
         )
     )
     parts, separated = [], []
-    for pr, side in [(p, "just above") for p in pairs if p.get("b") == focus] + [
-        (p, "just below") for p in pairs if p.get("a") == focus
-    ]:
-        other = pr["a"] if side == "just above" else pr["b"]
+    above = [(p["a"], "just above", p) for p in pairs if p.get("b") == focus]
+    for other, side, pr in above + [(p["b"], "just below", p) for p in pairs if p.get("a") == focus]:
         if pr.get("p") is None:
             parts.append(f"no paired test against {other} {side}")
             continue
@@ -194,22 +188,18 @@ def verdict_sentence(
     best = ranked[0]
     where = _where_text(best, scope, cov, n_items)
     total = f"total {fmt_total(best.stats.total, spec)}, " if math.isinf(spec.range[1]) else ""
+    value = (
+        f"{fmt2(best.stats.mean)}, one corpus-level value"
+        if best.corpus  # e.g. a mean pooled over answers, or kappa: not a mean per item
+        else f"{total}mean {fmt2(best.stats.mean)} per item"
+    )
     if len(ranked) == 1:
-        value = (
-            f"{fmt2(best.stats.mean)}, one corpus-level value"
-            if best.corpus
-            else f"{total}mean {fmt2(best.stats.mean)} per item"
-        )
         return (
             f"{q}Only **{best.model}** has a valid {spec.name} score (scale {spec.scale_label}): {value} on "
             f"{count_phrase(best.stats.n)}{where}{_ci_text(best)}; with one scored model this is an absolute "
             "score, not a ranking."
         )
-    value = (
-        f"{fmt2(best.stats.mean)}, one corpus-level value per model{_ci_text(best)}"
-        if best.corpus  # e.g. a mean pooled over answers, or kappa: not a mean per item
-        else f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}"
-    )
+    value += f"{' per model' if best.corpus else ''}{_ci_text(best)}"
     head = _first_place(groups, pairs, leader_tests, spec, f"{count_phrase(best.stats.n)}{where}", value)
     return f"{q}{head} " + separated_order(groups, pairs, spec.higher_is_better)
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from ...core import MetricSpec, Score
 from ..format import fmt, fmt2, fmt_p, ordinal
-from ..ranking import by_metric, item_values, model_means, ordered_by_mean
+from ..ranking import item_values, model_means, ordered_by_mean
 
 __all__ = [
     "DOMINANCE_SHARE",
@@ -73,9 +73,8 @@ def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str])
         metric name -> (best models, best mean); metrics without a value left out.
     """
     out = {}
-    grouped = by_metric(scores)
     for spec in specs:
-        means = model_means(grouped.get(spec.name, []), spec.name, models)
+        means = model_means(scores, spec.name, models)
         if not means:
             continue
         order = ordered_by_mean(means, spec.higher_is_better)
@@ -101,16 +100,14 @@ def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any
     total = sum(vals.values())
     if total <= 0 or math.isnan(total):
         return None
-    ranked = sorted(vals, key=lambda k: (-vals[k], k))
-    item = ranked[0]
-    share = vals[item] / total
-    if share < DOMINANCE_SHARE or vals[item] < 2 * vals[ranked[1]]:
+    item, runner_up = sorted(vals, key=lambda k: (-vals[k], k))[:2]
+    if vals[item] / total < DOMINANCE_SHARE or vals[item] < 2 * vals[runner_up]:
         return None
     return {
         "item": item,
         "value": vals[item],
         "total": total,
-        "share": share,
+        "share": vals[item] / total,
         "n": len(vals),
         "mean": total / len(vals),
         "median": statistics.median(vals.values()),
@@ -276,14 +273,12 @@ def _lead(
 
 def _differ_most(gapped: list[tuple[str, Any]], unit: str) -> list[str]:
     """The facet values with the largest gap between the first and the second group (each value once)."""
-    if not gapped:
-        return []
 
     def gap(r: Any) -> float:
         means = {m: mean for m, mean, _n in r.order}
         return round(abs(means[r.first[0]] - means[r.second[0]]), 2)
 
-    widest = max(gap(r) for _f, r in gapped)
+    widest = max((gap(r) for _f, r in gapped), default=0.0)
     if widest <= 0:
         return []
     most: dict[str, tuple[str, Any]] = {}  # each value once, an untied first group before a tied one
@@ -330,13 +325,12 @@ def metric_disagreement(
     """
     if len(names) < 2:
         return []
-    grouped = by_metric(scores)
     others = [x for x in specs if x.name != spec.name and not x.variant_of and spec.variant_of != x.name]
     disagree = []
     for name, (top, mean) in metric_tops(scores, others, names).items():
         if set(top) & set(leaders if not focus else names[:1]):
             continue
-        doms = [d for d in (dominant_item(grouped.get(name, []), name, m) for m in top) if d]
+        doms = [d for d in (dominant_item(scores, name, m) for m in top) if d]
         dom = (
             f", but one item, {doms[0]['item']}, holds {fmt(doms[0]['value'])} of its {fmt(doms[0]['total'])} "
             f"({doms[0]['share']:.0%}); median {fmt2(doms[0]['median'])} per item"
