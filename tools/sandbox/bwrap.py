@@ -353,9 +353,5 @@ class BubblewrapSandbox(_BaseSandbox):
 
 def _open_to_all(workdir: Path) -> None:
     """Folders 0755 and files 0644 under ``workdir``, so the sandbox uid can read the staged files."""
-    os.chmod(workdir, 0o755)
-    for dirpath, dirnames, filenames in os.walk(workdir):
-        for n in dirnames:
-            os.chmod(os.path.join(dirpath, n), 0o755)
-        for n in filenames:
-            os.chmod(os.path.join(dirpath, n), 0o644)
+    for p in [workdir, *workdir.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)

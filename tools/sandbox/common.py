@@ -149,16 +149,6 @@ def _check_name(name: str, what: str) -> str:
     return str(p)
 
 
-def _read_outputs(workdir: Path, names: list[str] | None, limit: int) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name in names or []:
-        p = workdir / _check_name(name, f"output_files[{name!r}]")
-        with contextlib.suppress(OSError):  # symlinks planted by the program are not followed
-            if not p.is_symlink() and p.is_file() and p.resolve().is_relative_to(workdir.resolve()):
-                out[name] = _capped(p.read_bytes(), limit)
-    return out
-
-
 def _sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {
         "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
@@ -204,7 +194,13 @@ class _BaseSandbox:
             results.append(res)
             if res.exit_code != 0 or res.killed_reason:
                 break
-        return results, _read_outputs(workdir, output_files, self.limits.output_bytes)
+        got: dict[str, str] = {}
+        for name in output_files or []:  # names checked by run()
+            p = workdir / name
+            with contextlib.suppress(OSError):  # symlinks planted by the program are not followed
+                if not p.is_symlink() and p.is_file() and p.resolve().is_relative_to(workdir.resolve()):
+                    got[name] = _capped(p.read_bytes(), self.limits.output_bytes)
+        return results, got
 
     def run(
         self,
