@@ -11,9 +11,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, final_text, judge_number
 from ..answers import answer_line_letter, boxed_spans, final_line, unwrap_letter
-from ..base import FunctionMetric, Metric, ScoringContext
+from ..base import FunctionMetric, Metric, MetricResult, ScoringContext
 from ..judge import as_data
-from ..base import MetricResult
 from ..registry import metric
 from .common import BENCHMARK, judge_panel, reference_field, spec
 
@@ -63,15 +62,11 @@ def final_option(text: str, n_options: "int | Collection[str] | None" = None) ->
     t = final_text(text or "")
     allowed = _allowed(n_options)
     box = _last_option_box(t, allowed)
-    line: tuple[int, str] | None = None
-    letter = answer_line_letter(t)
-    last = final_line(t)
-    if letter is not None and last is not None and (allowed is None or letter.upper() in allowed):
-        line = (last[0], letter)
-    if box is not None and (line is None or box[0] > line[0]):
+    letter, (pos, _) = answer_line_letter(t), final_line(t) or (0, "")  # a letter implies a final line
+    if letter is not None and (allowed is None or letter.upper() in allowed) and (box is None or box[0] <= pos):
+        return letter, "final Answer: line"
+    if box is not None:
         return box[1], "last \\boxed{} holding an option letter"
-    if line is not None:
-        return line[1], "final Answer: line"
     return None, "no answer found"
 
 
@@ -157,17 +152,9 @@ def extract_option_lenient(text: str, n_options: int = 26) -> str | None:
     skipped."""
     text = final_text(text or "")
     allowed = {chr(65 + k) for k in range(max(1, min(n_options, 26)))}
-    cands: list[tuple[int, str]] = []
-    spans = boxed_spans(text)
-    if spans:
-        got = _lenient_letter(spans[-1][1], n_options)
-        if got and got in allowed:
-            cands.append((spans[-1][0], got))
-    for m in reversed(list(_ANSWER_RE.finditer(text))):
-        got = _phrase_letter(m.group(1), n_options)
-        if got and got in allowed:
-            cands.append((m.start(), got))
-            break
+    boxes = [(pos, _lenient_letter(box, n_options)) for pos, box in boxed_spans(text)[-1:]]
+    phrases = [(m.start(), _phrase_letter(m.group(1), n_options)) for m in _ANSWER_RE.finditer(text)]
+    cands = [c for c in boxes if c[1] in allowed] + [c for c in phrases if c[1] in allowed][-1:]
     return max(cands)[1] if cands else None
 
 
