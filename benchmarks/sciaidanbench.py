@@ -4,6 +4,7 @@ records with their judge scores, for replay."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -207,28 +208,20 @@ COMMIT = "aaa03c4"
 TARBALL = f"https://codeload.github.com/CFN-softbio/SciAidanBench/tar.gz/{COMMIT}"
 
 
-def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) -> bool:
-    """True when a TCP connection to ``host:port`` opens within ``timeout_s``; ``SGIEVAL_NETWORK=offline`` / ``online``
-    decide without trying."""
-    mode = current_settings().network
-    if mode != "auto":
-        return mode == "online"
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
-
-
 def pull_sciaidanbench(dest: Path) -> Path:
     """Download the per-model results of github CFN-softbio/SciAidanBench at aaa03c4 into ``dest/responses/`` (ensembles
     to ``responses/pseudo/``) and ``questions.json`` rebuilt from them; returns ``dest``. OfflineError within a few
-    seconds when codeload.github.com is unreachable."""
+    seconds when codeload.github.com is unreachable (``SGIEVAL_NETWORK=offline`` / ``online`` decide without trying)."""
     import io
     import tarfile
 
     host = "codeload.github.com"
-    if not online(host):
+    mode = current_settings().network
+    reachable = mode == "online"
+    if mode == "auto":
+        with contextlib.suppress(OSError), socket.create_connection((host, 443), timeout=2.0):
+            reachable = True
+    if not reachable:
         raise OfflineError(
             f"cannot reach {host} (the files come from github.com/CFN-softbio/SciAidanBench "
             f"(commit {COMMIT}, results/per_model/*.json))",
