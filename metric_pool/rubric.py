@@ -167,10 +167,6 @@ class ToolLoopResult:
     note: str = ""
     tools: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
-    def tools_used(self) -> list[str]:
-        return [e.tool for e in self.evidence if not e.refused]
-
 
 def _offered_tools(pool: Any, allowed: Sequence[str]) -> list[Any]:
     return [] if pool is None or not hasattr(pool, "tools") else [t for t in pool.tools if t.name in allowed]
@@ -296,20 +292,17 @@ class RubricMetric(Metric):
         self.tools = tuple(tools)
         self.max_attempts = max_attempts
 
-    def offered(self, ctx: ScoringContext | None = None) -> list[str]:
+    def offered(self, ctx: ScoringContext) -> list[str]:
         """The tools a judge of this rubric is offered.
 
         Args:
-            ctx: the scoring context; None: without looking at the run's tool pool.
+            ctx: the scoring context.
 
         Returns:
-            The tools its criteria need that are among ``tools`` and, with ``ctx``, in the run's tool pool.
+            The tools its criteria need that are among ``tools`` and in the run's tool pool.
         """
-        wanted = [t for t in self.rubric.tools_needed if t in self.tools]
-        if ctx is None:
-            return wanted
-        have = {t.name for t in _offered_tools(ctx.tools, wanted)}
-        return [t for t in wanted if t in have]
+        have = {t.name for t in _offered_tools(ctx.tools, self.tools)}
+        return [t for t in self.rubric.tools_needed if t in have]
 
     async def _judge_one(self, judge: NamedModel, item: Item, response: Response, ctx: ScoringContext) -> _Verdict:
         schema = _judgement_schema(self.rubric)
@@ -341,7 +334,7 @@ class RubricMetric(Metric):
                         return _Verdict(judge.name, parsed, [reply.evidence(), *evidence], None, note)
                 # the conversation goes on: earlier turns are never rewritten, so they stay a cached prefix
                 ask = (
-                    f"Tool use is over ({len(loop.tools_used)} call(s) made). Reply now with only the "
+                    f"Tool use is over ({sum(not e.refused for e in loop.evidence)} call(s) made). Reply now with only the "
                     "JSON object: a score for every criterion."
                 )
                 msgs, as_given = [*loop.messages, HumanMessage(content=ask)], True
@@ -417,9 +410,7 @@ class RubricMetric(Metric):
             parts.append(f"{c} {means[c]:.3g}/10 ({'; '.join(whys)})")
         counts = dict(Counter(e.tool for e in evidence if isinstance(e, ToolCallEvidence) and not e.refused))
         tools_txt = ", ".join(f"{t} x{n}" for t, n in counts.items()) if counts else "none"
-        notes = dict.fromkeys(
-            f"{v.judge}: {v.tools_note}" for v in verdicts if v.tools_note and v.tools_note != "no tools offered"
-        )
+        notes = dict.fromkeys(f"{v.judge}: {v.tools_note}" for v in verdicts if v.tools_note)  # tool calling refused
         agg = "weighted mean x10"
         if k > 1:
             agg += (
