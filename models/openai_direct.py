@@ -30,13 +30,12 @@ from .openai_wire import (
     OpenAIHTTPError,
     chat_result,
     compat_payload,
-    http_error,
     json_object_format,
-    json_reply,
     json_schema_format,
     keep_separate_reasoning,
     message_dict,
     rejects_json_schema,
+    reply_json,
     structured_runnable,
     to_messages,
     tool_parser,
@@ -157,20 +156,9 @@ class ChatOpenAIDirect(BaseChatModel):
 
     def default_params(self) -> dict[str, Any]:
         """The body's parameters before the messages (as ``ChatOpenAI``'s: None values are not sent)."""
-        optional = {
-            "presence_penalty": self.presence_penalty,
-            "frequency_penalty": self.frequency_penalty,
-            "seed": self.seed,
-            "top_p": self.top_p,
-            "logprobs": self.logprobs,
-            "top_logprobs": self.top_logprobs,
-            "stop": self.stop or None,
-            "max_completion_tokens": self.max_tokens,
-            "extra_body": self.extra_body,
-            "n": self.n,
-            "temperature": self.temperature,
-            "reasoning_effort": self.reasoning_effort,
-        }
+        names = "presence_penalty frequency_penalty seed top_p logprobs top_logprobs n temperature reasoning_effort"
+        optional = {k: getattr(self, k) for k in names.split()}
+        optional |= {"stop": self.stop or None, "max_completion_tokens": self.max_tokens, "extra_body": self.extra_body}
         return {
             "model": self.model_name,
             "stream": False,
@@ -182,8 +170,6 @@ class ChatOpenAIDirect(BaseChatModel):
         """The request body (a dict, before :func:`wire_body`) for ``messages`` and the call's keywords."""
         if stop is not None:
             kwargs["stop"] = stop
-        if "max_tokens" in kwargs:
-            kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
         payload = {**self.default_params(), **kwargs}
         if "max_tokens" in payload:
             payload["max_completion_tokens"] = payload.pop("max_tokens")
@@ -208,9 +194,8 @@ class ChatOpenAIDirect(BaseChatModel):
         return self._prepare(list(messages), None, dict(kwargs))
 
     def _compat(self) -> bool:
-        if self.server_compat is None:
-            return "api.openai.com" not in (self.openai_api_base or OFFICIAL_BASE).lower()
-        return self.server_compat
+        official = "api.openai.com" in (self.openai_api_base or OFFICIAL_BASE).lower()
+        return not official if self.server_compat is None else self.server_compat
 
     def url_and_headers(self) -> tuple[str, dict[str, str]]:
         """The chat-completions URL and the request headers."""
@@ -394,10 +379,7 @@ class ChatOpenAIDirect(BaseChatModel):
         session = await _session()
         timeout = aiohttp.ClientTimeout(total=total, sock_connect=connect, sock_read=read)
         async with session.post(url, data=wire_body(payload), headers=headers, timeout=timeout) as resp:
-            raw = await resp.read()
-            if resp.status >= 300:
-                raise http_error(resp.status, resp.headers, raw, url)
-        return json_reply(raw, url)
+            return reply_json(resp.status, resp.headers, await resp.read(), url)
 
     def _post(self, url: str, headers: dict[str, str], payload: dict) -> Any:
         import httpx
@@ -405,6 +387,4 @@ class ChatOpenAIDirect(BaseChatModel):
         total, connect, read = self._timeout_s()
         timeout = httpx.Timeout(total, connect=connect, read=read) if total is None else httpx.Timeout(total)
         resp = httpx.post(url, content=wire_body(payload), headers=headers, timeout=timeout)
-        if resp.status_code >= 300:
-            raise http_error(resp.status_code, resp.headers, resp.content, url)
-        return json_reply(resp.content, url)
+        return reply_json(resp.status_code, resp.headers, resp.content, url)

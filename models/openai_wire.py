@@ -47,15 +47,6 @@ class OpenAIHTTPError(Exception):
         super().__init__(f"{status_code} from {url}: {str(detail)[:500]}")
 
 
-def _text_parts(content: Any) -> str | None:
-    """The text of a content list made only of text parts, else None."""
-    if not isinstance(content, list) or not content:
-        return None
-    if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content):
-        return None
-    return "".join(p["text"] for p in content)
-
-
 def compat_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """Adapt a chat-completions body, in place, for a server stricter than OpenAI's (llama-cpp-python): no null
     assistant content, text-part lists as one string, ``max_completion_tokens`` also as ``max_tokens``."""
@@ -64,9 +55,13 @@ def compat_payload(payload: dict[str, Any]) -> dict[str, Any]:
             continue
         if m.get("role") == "assistant" and m.get("content") is None:
             m["content"] = ""
-        text = _text_parts(m.get("content"))
-        if text is not None:
-            m["content"] = text
+        parts = m.get("content")
+        if (
+            isinstance(parts, list)
+            and parts
+            and all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in parts)
+        ):
+            m["content"] = "".join(p["text"] for p in parts)
     if "max_completion_tokens" in payload and "max_tokens" not in payload:
         payload["max_tokens"] = payload["max_completion_tokens"]
     return payload
@@ -362,18 +357,17 @@ def json_schema_format(schema: Any, *, strict: bool | None = None) -> dict[str, 
     return {"type": "json_schema", "json_schema": spec}
 
 
-def http_error(status: int, headers: Any, raw: bytes, url: str) -> "OpenAIHTTPError":
-    text = raw.decode("utf-8", "replace")[:2000]
-    try:
-        body: Any = json.loads(text)
-    except ValueError:
-        body = text
-    if status == 500 and "validation error" in text:  # llama-cpp-python: a bad request, not a server fault
-        status = 400
-    return OpenAIHTTPError(status, headers, body, url)
-
-
-def json_reply(raw: bytes, url: str) -> Any:
+def reply_json(status: int, headers: Any, raw: bytes, url: str) -> Any:
+    """The parsed reply; OpenAIHTTPError for a non-2xx ``status``, ValueError for a body that is not JSON."""
+    if status >= 300:
+        text = raw.decode("utf-8", "replace")[:2000]
+        try:
+            body: Any = json.loads(text)
+        except ValueError:
+            body = text
+        if status == 500 and "validation error" in text:  # llama-cpp-python: a bad request, not a server fault
+            status = 400
+        raise OpenAIHTTPError(status, headers, body, url)
     try:
         return json.loads(raw)
     except ValueError as e:
@@ -386,12 +380,7 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 def keep_separate_reasoning(data: dict, result: ChatResult) -> None:
     """Copy the first choice's reasoning text into ``additional_kwargs["reasoning_content"]`` (METRICS.md D.8)."""
-    try:
-        msg = data["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        return
-    for f in REASONING_FIELDS:
-        v = msg.get(f) if isinstance(msg, dict) else None
-        if isinstance(v, str) and v.strip() and result.generations:
-            result.generations[0].message.additional_kwargs["reasoning_content"] = v
-            return
+    msg = result.generations and data["choices"][0].get("message")  # chat_result read every choice as a dict
+    text = [v for f in REASONING_FIELDS if isinstance(msg, dict) and isinstance(v := msg.get(f), str) and v.strip()]
+    if text:
+        result.generations[0].message.additional_kwargs["reasoning_content"] = text[0]
