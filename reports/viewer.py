@@ -29,28 +29,20 @@ def record_flags(rec: Response | Score) -> list[str]:
         error or empty), ``injection_suspected``, and the names under ``metadata``/``details`` ``"flags"``; no
         duplicates.
     """
-    data = rec.model_dump()
-    extra = data.get("metadata") or data.get("details") or {}
+    if isinstance(rec, Response):
+        extra, finish, evidence_flags = rec.metadata or {}, rec.finish_reason, []
+    else:
+        extra, finish, evidence_flags = rec.details or {}, None, rec.flags
     out: list[str] = []
-    finish = data.get("finish_reason") or extra.get("finish_reason")
-    if finish == "length" or data.get("status") == "truncated":
+    if (finish or extra.get("finish_reason")) == "length" or rec.status == "truncated":
         out.append("truncated")
-    if data.get("status") == "empty":
+    if rec.status == "empty":
         out.append("empty")
-    for stored in ("censored", "missing"):  # a stored record the report's Failures section lists (reports.answer)
-        if extra.get(stored) is True:
-            out.append(stored)
-    if (
-        extra.get("injection_suspected")
-        or data.get("injection_suspected")
-        or any(
-            isinstance(e, dict) and (e.get("injection_suspected") or "injection_suspected" in (e.get("flags") or []))
-            for e in data.get("evidence") or []
-        )
-    ):
+    # a stored record the report's Failures section lists (reports.answer)
+    out += [stored for stored in ("censored", "missing") if extra.get(stored) is True]
+    if extra.get("injection_suspected") or "injection_suspected" in evidence_flags:
         out.append("injection_suspected")
-    for f in [*(data.get("flags") or []), *(extra.get("flags") or [])]:
-        out.append(str(f))
+    out += [str(f) for f in extra.get("flags") or []]
     return list(dict.fromkeys(out))
 
 
@@ -77,10 +69,8 @@ def judge_panel(s: Score) -> dict[str, float]:
 
 
 def _reasoning(r: Response) -> str:
-    data = r.model_dump()
-    md = data.get("metadata") or {}
-    for key in ("reasoning", "reasoning_text", "thoughts"):
-        v = data.get(key) or md.get(key)
+    md = r.metadata or {}
+    for v in (r.reasoning or md.get("reasoning"), md.get("reasoning_text"), md.get("thoughts")):
         if isinstance(v, str) and v.strip():
             return v
     recs = md.get("records")
@@ -198,22 +188,10 @@ def _records(
 ) -> tuple[list[list[Any]], list[list[Any]], list[list[Any]], list[list[Any]], list[dict[str, Any]]]:
     """(rows, row texts, scores, score texts, metrics) of :func:`build_viewer_data`; ``model_idx`` gains every model."""
     item_idx = {it.id: n for n, it in enumerate(items)}
-    rows: list[list[Any]] = []
-    row_text: list[list[Any]] = []
-    row_of: dict[tuple[str, str], int] = {}
-
-    def add_row(key: tuple[str, str], row: list[Any], text: list[Any]) -> None:
-        n = row_of.setdefault(key, len(rows))
-        if n == len(rows):
-            rows.append(row)
-            row_text.append(text)
-        else:  # a later record of the same (item, model) replaces the earlier one, as the run store reads it
-            row[4] = rows[n][4]
-            rows[n], row_text[n] = row, text
-
-    for r in responses:
+    recs: dict[tuple[str, ...], tuple[list[Any], list[Any]]] = {}  # (item id, model) or (item index,) -> (row, texts)
+    for r in responses:  # a later record of the same (item, model) replaces the earlier one, as the run store reads it
         row = [item_idx.get(r.item_id, -1), model_idx.setdefault(r.model, len(model_idx)), r.status, record_flags(r)]
-        add_row((r.item_id, r.model), [*row, []], [r.text, r.answer, _reasoning(r), r.error, _response_extra(r)])
+        recs[(r.item_id, r.model)] = ([*row, []], [r.text, r.answer, _reasoning(r), r.error, _response_extra(r)])
     metrics = [
         {"name": sp["name"], "scale": sp.get("scale", ""), "hib": sp.get("hib", True), "kind": sp.get("kind", "")}
         for sp in specs or []
@@ -223,26 +201,25 @@ def _records(
     sc_text: list[list[Any]] = []
     for s in scores:
         key = (s.item_id, s.model)
-        if key not in row_of:
+        if key not in recs:
             new: list[Any] = [item_idx.get(s.item_id, -1), model_idx.setdefault(s.model, len(model_idx)), "", [], []]
-            add_row(key, new, ["", None, "", None, {}])
+            recs[key] = (new, ["", None, "", None, {}])
         if s.metric not in metric_idx:
             metric_idx[s.metric] = len(metrics)
             metrics.append({"name": s.metric, "scale": "", "hib": True, "kind": ""})
-        rows[row_of[key]][4].append(len(sc))
+        recs[key][0][4].append(len(sc))
         status = "not_applicable" if not_applicable(s) else s.status
-        sc.append([row_of[key], metric_idx[s.metric], s.value, status, record_flags(s), s.judge, judge_panel(s)])
+        sc.append([key, metric_idx[s.metric], s.value, status, record_flags(s), s.judge, judge_panel(s)])
         sc_text.append([s.rationale, [e.model_dump(mode="json") for e in s.evidence], s.error, s.details])
-    seen = {row[0] for row in rows}  # items without any record still get a row: the table lists every item
-    for n in range(len(items)):
-        if n not in seen:
-            rows.append([n, -1, "", [], []])
-            row_text.append(["", None, "", None, {}])
-    order = sorted(range(len(rows)), key=lambda k: (rows[k][0] < 0, rows[k][0], rows[k][1]))
-    remap = {old: new for new, old in enumerate(order)}
+    seen = {row[0] for row, _ in recs.values()}  # items without any record still get a row: the table lists every item
+    recs.update(
+        {(str(n),): ([n, -1, "", [], []], ["", None, "", None, {}]) for n in range(len(items)) if n not in seen}
+    )
+    order = sorted(recs, key=lambda k: (recs[k][0][0] < 0, recs[k][0][0], recs[k][0][1]))
+    position = {key: n for n, key in enumerate(order)}
     for s_ in sc:
-        s_[0] = remap[s_[0]]
-    return [rows[k] for k in order], [row_text[k] for k in order], sc, sc_text, metrics
+        s_[0] = position[s_[0]]
+    return [recs[k][0] for k in order], [recs[k][1] for k in order], sc, sc_text, metrics
 
 
 QUESTION_CHARS = 160
