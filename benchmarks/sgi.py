@@ -80,17 +80,15 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _png_b64_from_bytes(data: bytes) -> str:
-    if not data.startswith(_PNG_MAGIC):
-        try:
-            from PIL import Image
+    if data.startswith(_PNG_MAGIC):
+        return base64.b64encode(data).decode("ascii")
+    try:
+        from PIL import Image
 
-            with Image.open(io.BytesIO(data)) as im:
-                buf = io.BytesIO()
-                im.save(buf, format="PNG")
-                data = buf.getvalue()
-        except Exception as e:
-            raise ValueError(f"is not a decodable image ({type(e).__name__})") from e
-    return base64.b64encode(data).decode("ascii")
+        with Image.open(io.BytesIO(data)) as im:
+            return to_png_base64(im)
+    except Exception as e:
+        raise ValueError(f"is not a decodable image ({type(e).__name__})") from e
 
 
 def to_png_base64(image: Any) -> str:
@@ -260,11 +258,9 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
     """One validated row as an Item: id ``sgi-bench/<idx>``, the task's prompt and reference, the raw question and the
     source in ``metadata``."""
     meta: dict[str, Any] = {"question": rec.question, "idx": rec.idx, "source": source}
-    type_ = ""
     if isinstance(rec, DeepResearchRecord):
         prompt = prompts.deep_research_prompt(rec.question)
         reference: Any = {"answer": rec.answer, "steps": list(rec.steps)}
-        type_ = rec.type
     elif isinstance(rec, IdeaGenerationRecord):
         prompt = prompts.idea_generation_prompt(rec.question)
         reference = {k: getattr(rec, k) for k in IDEA_REFERENCE}
@@ -281,7 +277,6 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
             ],
             "runtime": None if rec.runtime is None else float(rec.runtime),
         }
-        type_ = rec.function_type
     elif isinstance(rec, WetExperimentRecord):
         prompt = prompts.wet_experiment_prompt(rec.question)
         reference = {"answer": rec.answer, "action_pool": rec.action_pool}
@@ -289,7 +284,6 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
         assert isinstance(rec, ExperimentalReasoningRecord)
         prompt = prompts.experimental_reasoning_prompt(rec.question, rec.options)
         reference = {"answer": rec.answer, "options": list(rec.options), "steps": list(rec.steps)}
-        type_ = rec.type
         meta.update(image_type=rec.image_type, images=list(rec.images), n_step_images=len(rec.step_images))
     return Item(
         id=f"{BENCHMARK}/{rec.idx}",
@@ -297,7 +291,7 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
         task=task,
         discipline=rec.discipline,
         direction=rec.direction,
-        type=type_,
+        type=getattr(rec, "type", getattr(rec, "function_type", "")),  # dry_experiment: its function type
         prompt=prompt,
         reference=reference,
         metadata=meta,
@@ -356,7 +350,7 @@ def _check_tasks(tasks: list[str] | None) -> list[str]:
         return list(SGI_TASKS)
     out = []
     for t in tasks:
-        tt = t if t in SGI_TASKS else task_of_name(t)
+        tt = task_of_name(t)  # a task constant names itself
         if tt is None:
             raise InputError(f"unknown SGI-Bench task {t!r}", what="tasks", fix=f"use some of {list(SGI_TASKS)}")
         out.append(tt)
@@ -483,7 +477,6 @@ def load_sgi_bench(
             else _folder_pairs(src, wanted, tasks is not None)
         )
     seen: dict[str, str] = {}
-    items = []
     for where, it in pairs:
         if it.id in seen:
             raise InputError(
@@ -492,8 +485,7 @@ def load_sgi_bench(
                 fix="give every SGI-Bench record a unique 'idx'",
             )
         seen[it.id] = where
-        items.append(it)
-    return items
+    return [it for _, it in pairs]
 
 
 def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0) -> Path:
