@@ -53,19 +53,26 @@ RUN_RECORD = Option(cli=False, api=False)
 @dataclass(frozen=True, kw_only=True)
 class RunOption(Option):
     """One run option as both sides see it (:func:`run_options`): its :class:`Option` with ``flag``, ``keyword`` and
-    ``api_default`` filled in; ``help`` is the field's docstring, ``cli_help`` the ``ask`` flag's
-    (:attr:`Option.off_help` for a switch-off flag)."""
+    ``api_default`` filled in; ``help`` is the field's docstring."""
 
     field: str
     help: str
-    cli_help: str
     annotation: Any
     default: Any
 
     @property
+    def cli_help(self) -> str:
+        """The ``ask`` flag's help: :attr:`Option.off_help` for a switch-off flag, else :attr:`help`."""
+        return " ".join(self.off_help.split()) if self.switches_off else self.help
+
+    @property
     def scalar(self) -> Any:
         """The option's value type without ``None``, a ``Literal`` as its values' type (``int | None`` -> ``int``)."""
-        return _scalar(self.annotation)
+        t = self.annotation
+        if typing.get_origin(t) in (Union, types.UnionType):
+            args = [a for a in typing.get_args(t) if a is not type(None)]
+            t = args[0] if len(args) == 1 else t
+        return type(typing.get_args(t)[0]) if typing.get_origin(t) is Literal else t
 
     @property
     def is_list(self) -> bool:
@@ -76,22 +83,6 @@ class RunOption(Option):
     def switches_off(self) -> bool:
         """Whether the ``ask`` flag sets a bool field whose default is True to False (``--no-cache``)."""
         return self.scalar is bool and self.default is True
-
-    def _error_name(self, side: Literal["cli", "api"]) -> str:
-        """How an error names this option: the flag, else the keyword (``unsafe_local_exec=True`` for an off bool)."""
-        if side == "cli":
-            return self.flag
-        return f"{self.keyword}=True" if self.scalar is bool and self.default is False else self.keyword
-
-
-def _scalar(t: Any) -> Any:
-    """``t`` without ``None`` and with a ``Literal`` as its values' type (:attr:`RunOption.scalar`)."""
-    if typing.get_origin(t) in (Union, types.UnionType):
-        args = [a for a in typing.get_args(t) if a is not type(None)]
-        t = args[0] if len(args) == 1 else t
-    if typing.get_origin(t) is Literal:
-        t = type(typing.get_args(t)[0])
-    return t
 
 
 def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
@@ -116,13 +107,6 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
                 f"{config_cls.__name__}.{name} has no help text: write a docstring under the field (it is the "
                 "option's help on the command line and in the Python API)"
             )
-        switches_off = _scalar(info.annotation) is bool and info.default is True
-        if switches_off and meta.cli and not meta.off_help.strip():
-            raise TypeError(
-                f"{config_cls.__name__}.{name} is switched off by its ask flag, which has no help text: give its "
-                'Option an off_help saying what the flag does (e.g. "Do not use the model-call cache: ...")'
-            )
-        help_text = " ".join(info.description.split())  # type: ignore[union-attr]
         default = info.get_default(call_default_factory=True)
         default = None if default is PydanticUndefined else default
         filled = {
@@ -130,16 +114,16 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
             "keyword": meta.keyword or name,
             "api_default": default if meta.api_default is _UNSET else meta.api_default,
         }
-        out.append(
-            RunOption(
-                **{**vars(meta), **filled},
-                field=name,
-                help=help_text,
-                cli_help=" ".join(meta.off_help.split()) if switches_off else help_text,
-                annotation=info.annotation,
-                default=default,
-            )
+        help_text = " ".join(info.description.split())  # type: ignore[union-attr]
+        o = RunOption(
+            **{**vars(meta), **filled}, field=name, help=help_text, annotation=info.annotation, default=default
         )
+        if o.switches_off and o.cli and not o.off_help.strip():
+            raise TypeError(
+                f"{config_cls.__name__}.{name} is switched off by its ask flag, which has no help text: give its "
+                'Option an off_help saying what the flag does (e.g. "Do not use the model-call cache: ...")'
+            )
+        out.append(o)
     return out
 
 
@@ -153,7 +137,11 @@ def option_names(config_cls: type[BaseModel], side: Literal["cli", "api"]) -> di
     Returns:
         field -> option name.
     """
-    return {o.field: o._error_name(side) for o in run_options(config_cls) if (o.cli if side == "cli" else o.api)}
+    opts = run_options(config_cls)
+    if side == "cli":
+        return {o.field: o.flag for o in opts if o.cli}
+    # a bool that is off by default is named as it is switched on: unsafe_local_exec=True
+    return {o.field: o.keyword + "=True" * (o.scalar is bool and o.default is False) for o in opts if o.api}
 
 
 MAX_JUDGE_REPEATS = 20
@@ -435,12 +423,6 @@ class RunConfig(_Record):
             raise FieldProblem(problem.format(v=v, r=repr(v)), fix)
         return v
 
-    @model_validator(mode="after")
-    def _repeats_sample(self) -> "RunConfig":
-        if self.judge_repeats > 1 and self.judge_temperature == 0.0:
-            self.judge_temperature = REPEAT_JUDGE_TEMPERATURE
-        return self
-
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, v: list[str]) -> list[str]:
@@ -453,7 +435,8 @@ class RunConfig(_Record):
         return v
 
     @model_validator(mode="after")
-    def _unsafe_local_needs_consent(self) -> "RunConfig":
+    def _across_fields(self) -> "RunConfig":
+        """The unsafe local backend needs its consent; repeated judges at temperature 0 sample at 0.7."""
         if self.sandbox.lower() in ("unsafe-local", "local") and not self.unsafe_local_exec:
             raise FieldProblem(
                 "the unsafe local backend runs model code without isolation",
@@ -461,4 +444,6 @@ class RunConfig(_Record):
                 field="sandbox",
                 value=self.sandbox,
             )
+        if self.judge_repeats > 1 and self.judge_temperature == 0.0:
+            self.judge_temperature = REPEAT_JUDGE_TEMPERATURE
         return self
