@@ -194,14 +194,10 @@ def skipped_files(folder: Path) -> list[str]:
     why = "an ensemble of several models, not one model: not a target"
     found = sorted({*(folder / "responses" / "pseudo").glob("*.json"), *(folder / "responses").glob("*.json")})
     out = [f"{p.resolve() if p.is_symlink() else p} ({why})" for p in found if is_pseudo(p.stem)]
-    manifest = folder / "layout.json"
-    if manifest.is_file():
-        try:
-            notes = json.loads(manifest.read_text(encoding="utf-8")).get("notes") or []
-        except (ValueError, OSError, AttributeError):
-            notes = []
-        out += [f"{n} (not read)" for n in notes if isinstance(n, str)]
-    return out
+    notes: Any = []
+    with contextlib.suppress(ValueError, OSError, AttributeError):  # no readable layout.json: no notes
+        notes = json.loads((folder / "layout.json").read_text(encoding="utf-8")).get("notes") or []
+    return out + [f"{n} (not read)" for n in notes if isinstance(n, str)]
 
 
 COMMIT = "aaa03c4"
