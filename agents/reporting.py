@@ -83,28 +83,9 @@ def _sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list
     rows = []
     for m in models:
         res = sgi_score([s for s in scores if s.model == m], by_id, model=m)
-        missing = (
-            ""
-            if res.sgi_score is not None
-            else ", ".join(f"{t.label} ({t.reason})" for t in res.terms.values() if t.missing)
-        )
-        rows.append(SgiRow(m, res.sgi_score, res.summary(), missing))
+        missing = [f"{t.label} ({t.reason})" for t in res.terms.values() if t.missing]
+        rows.append(SgiRow(m, res.sgi_score, res.summary(), "" if res.sgi_score is not None else ", ".join(missing)))
     return rows
-
-
-def _judge_reliability(
-    scores: list[Score], specs: list[MetricSpec], *, seed: int = 0, n_resamples: int = 1000
-) -> list[dict[str, Any]]:
-    """Judge-reliability rows of every judge or rubric metric a panel of two or more judges scored."""
-    grouped = by_metric(scores)
-    found = (
-        reliability(
-            [s for s in grouped.get(sp.name, []) if s.item_id != CORPUS], sp, n_resamples=n_resamples, seed=seed
-        )
-        for sp in specs
-        if sp.kind in ("judge", "rubric")
-    )
-    return [reliability_rows(rel) for rel in found if rel is not None]
 
 
 class PoolStatistics:
@@ -162,7 +143,14 @@ def add_statistics(ctx: ReportContext) -> ReportContext:
     ctx.stats = order_stats(ranking_stats(of_spec, spec.name, models, n, seed), spec.higher_is_better)
     ctx.pairs = adjacent_pair_tests(of_spec, spec.name, ctx.ranked, n_resamples=n, seed=seed)
     ctx.leader_tests = _leader_tests(of_spec, spec.name, ctx.groups, n_resamples=n, seed=seed)
-    ctx.reliability = _judge_reliability(with_added_judges(ctx.scores, ctx.added_scores), ctx.specs, seed=seed)
+    # judge reliability of each judge or rubric metric that a panel of two or more judges scored
+    judged = by_metric(with_added_judges(ctx.scores, ctx.added_scores))
+    found = (
+        reliability([s for s in judged.get(sp.name, []) if s.item_id != CORPUS], sp, n_resamples=1000, seed=seed)
+        for sp in ctx.specs
+        if sp.kind in ("judge", "rubric")
+    )
+    ctx.reliability = [reliability_rows(rel) for rel in found if rel is not None]
     ctx.sgi = _sgi_rows(ctx.scores, ctx.items, models)
     usage = ctx.usage or {}  # the estimate made before any call, beside the ledger's figures
     ctx.usage_estimate = estimate_blocks(usage.get("estimate"), usage.get("rows") or []) if usage else []
