@@ -66,19 +66,17 @@ class TokenCounter:
 
 
 @functools.lru_cache(maxsize=16)
-def _tiktoken(model_name: str) -> TokenCounter | None:
-    """tiktoken's encoding for an OpenAI model (default ``o200k_base``), or None when it cannot load."""
+def _tiktoken(model_name: str) -> TokenCounter:
+    """tiktoken's encoding for an OpenAI model (default ``o200k_base``), else the approximation."""
     try:
         import tiktoken
-    except ImportError:
-        return None
-    try:
+
         try:
             enc = tiktoken.encoding_for_model(model_name)
         except KeyError:
             enc = tiktoken.get_encoding("o200k_base")
-    except Exception:  # noqa: BLE001 - no encoding file and no network: the approximation is used
-        return None
+    except Exception:  # noqa: BLE001 - no tiktoken, or no encoding file and no network: the approximation is used
+        return TokenCounter(APPROXIMATION)
     return TokenCounter(f"tiktoken {enc.name}", functools.partial(enc.encode, disallowed_special=()))
 
 
@@ -92,11 +90,7 @@ def token_counter(model: str) -> TokenCounter:
         A :class:`TokenCounter`.
     """
     ref = ModelRef.parse(model, strict=False)
-    if ref.provider.startswith("openai"):
-        found = _tiktoken(ref.name.split("/")[-1])
-        if found is not None:
-            return found
-    return TokenCounter(APPROXIMATION)
+    return _tiktoken(ref.name.split("/")[-1]) if ref.provider.startswith("openai") else TokenCounter(APPROXIMATION)
 
 
 def _content_text(content: Any) -> str:
@@ -270,11 +264,6 @@ class RehearsalChat(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
         return self._record(messages, kwargs)
-
-    async def _agenerate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> Any:
-        return self._record(messages, kw)
 
     async def ainvoke(self, input: Any, config: Any = None, *, stop: Any = None, **kwargs: Any) -> Any:
         """The recorded call's reply, without LangChain's callbacks.

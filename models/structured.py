@@ -74,15 +74,12 @@ def protect_latex_escapes(text: str) -> str:
         pre, word = m.group(1), m.group(2)
         c = word[0]
         after = m.string[m.start(2) + 1 : m.start(2) + 5]
-        if c == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", after):
-            return m.group(0)
-        if c in "bf":
-            latex = len(word) > 1
-        elif c in "nrt":
-            latex = word in LATEX_COMMANDS_NRT
-        else:
-            latex = True
-        return f"{pre}\\\\{word}" if latex else m.group(0)
+        escape = (
+            (c == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", after))
+            or (c in "bf" and len(word) == 1)
+            or (c in "nrt" and word not in LATEX_COMMANDS_NRT)
+        )
+        return m.group(0) if escape else f"{pre}\\\\{word}"
 
     return _BACKSLASH_WORD.sub(fix, text)
 
@@ -109,8 +106,7 @@ def parse_json_object(text: str) -> Any:
             if isinstance(obj, (dict, list)) and obj not in ({}, []):
                 return obj
     fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, flags=re.S)
-    candidates = fenced[::-1] + [text]
-    for c in candidates:
+    for c in fenced[::-1] + [text]:
         start = min([i for i in (c.find("{"), c.find("[")) if i >= 0], default=-1)
         if start < 0:
             continue
@@ -118,7 +114,7 @@ def parse_json_object(text: str) -> Any:
             obj = json_repair.loads(c[start:])
         except Exception:  # noqa: BLE001
             continue
-        if isinstance(obj, (dict, list)) and obj != "" and obj not in ({}, []):
+        if isinstance(obj, (dict, list)) and obj not in ({}, []):
             return obj
     raise ValueError("no JSON object found in the reply")
 
@@ -198,7 +194,6 @@ class StructuredReply(Generic[T]):
 def sent_prompt(
     messages: Sequence[BaseMessage],
     mode: StructuredMode,
-    schema: Any = None,
     *,
     chat: Any = None,
     tools: Sequence[dict[str, Any]] | None = None,
@@ -210,7 +205,6 @@ def sent_prompt(
     Args:
         messages: the messages sent.
         mode: the structured-output mode used.
-        schema: the schema bound, for a native mode.
         chat: the chat model they were sent to (None: the OpenAI-style conversion).
         tools: the tool definitions sent with them, None or [] for none.
         bound: the call's keywords as bound to the chat model, for a native mode.
@@ -230,15 +224,8 @@ def sent_prompt(
         sent = [dict(m) for m in (msgs if isinstance(msgs, list) else [msgs])]
     fmt: dict[str, Any] | None = None
     choice: Any = None
-    if mode == "json_schema":
-        rf = body.get("response_format")
-        if isinstance(rf, dict):
-            fmt = rf
-        elif isinstance(schema, type) and issubclass(schema, BaseModel):
-            fmt = {
-                "type": "json_schema",
-                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
-            }
+    if mode == "json_schema" and isinstance(body.get("response_format"), dict):
+        fmt = body["response_format"]
     elif mode == "function_calling":
         tools = [dict(t) for t in body.get("tools") or []] or tools
         choice = body.get("tool_choice")
@@ -355,7 +342,7 @@ class _Asking:
 
     def sent(self) -> dict[str, Any]:
         bound = getattr(self.caller.chat, "kwargs", None)
-        return sent_prompt(self.msgs, self.reply.mode, self.schema, chat=self.model.chat, bound=bound)
+        return sent_prompt(self.msgs, self.reply.mode, chat=self.model.chat, bound=bound)
 
     def to_prompt(self, why: str) -> None:
         """Switch to the prompt-embedded schema after the server refused the native mode."""
