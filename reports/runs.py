@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ..core import BUDGET_STOP_NOTE, REPORT_PENDING, RunConfig, SgievalError, run_holder
 from ..core import find_links, json_loads_strict, read_bytes_in, split_jsonl, validation_errors_text, write_text_in
+from .format import count_phrase, fmt_p
 from .render import render_html
 from .serve import viewer_files
 
@@ -96,7 +97,7 @@ class RunEntry:
             "date": self.started.replace("T", " ")[:16] if self.started else "unknown",
             "request": self.request or "(the whole catalog)",
             "benchmark": (", ".join(self.benchmarks) or "benchmark unknown")
-            + (f" ({self.n_items} item{'' if self.n_items == 1 else 's'})" if self.n_items is not None else ""),
+            + (f" ({count_phrase(self.n_items)})" if self.n_items is not None else ""),
             "models": (", ".join(self.models) or "none") + (f" ({models_added})" if models_added else ""),
             "judge": (", ".join(self.judges) or "none") + (f" (+ {judges_added})" if judges_added else ""),
             "winner": self.winner.text if self.winner else self._no_winner(),
@@ -183,7 +184,7 @@ def _cost(root: Path) -> tuple[float | None, str]:
     known = [float(c) for r in made if isinstance(c := r.get("cost"), (int, float)) and not isinstance(c, bool)]
     unpriced = sum(1 for r in made if r.get("cost") is None and not r.get("error"))
     interrupted = sum(1 for r in made if r.get("interrupted"))
-    notes = [f"{len(made)} call{'' if len(made) == 1 else 's'}"]
+    notes = [count_phrase(len(made), "call")]
     if unpriced:
         notes.append(f"{unpriced} without a known price, not counted")
     if interrupted:
@@ -257,9 +258,7 @@ def additions_text(added: list[dict[str, Any]], *, judges: bool) -> str:
 
 def _winner(report: dict[str, Any]) -> Winner | None:
     """The first rank of ``report.json``'s ranking and the report's paired test of the first two."""
-    ranking = report.get("ranking")
-    if not isinstance(ranking, dict):
-        return None
+    ranking = raw if isinstance(raw := report.get("ranking"), dict) else {}
     metric = str(ranking.get("metric") or "")
     rows = [r for r in ranking.get("rows") or [] if isinstance(r, dict)]
     ranks = [(str(r.get("rank", "")), str(r.get("model", ""))) for r in rows]
@@ -274,7 +273,7 @@ def _winner(report: dict[str, Any]) -> Winner | None:
         w.p = float(comp["p"])
         w.separated = bool(w.p < 0.05)
     by = f" by {metric}" if metric else ""
-    p = "" if w.p is None else f"p = {'< 0.0001' if w.p < 0.0001 else f'{w.p:.4f}'}"
+    p = "" if w.p is None else f"p = {fmt_p(w.p)}"
     if w.tie:
         w.text = f"tie{by}: {' = '.join(first)}" + (f" (paired test {p}: not separated)" if p else "")
     elif not runner:
@@ -334,12 +333,12 @@ def _selection(root: Path, e: RunEntry, state: dict[str, Any], report: dict[str,
     raw = selection.get("item_ids") if isinstance(selection, dict) else None
     ids: list[Any] = raw if isinstance(raw, list) else []
     wanted = set(ids) if ids else None
-    h = report.get("header")
-    header: dict[str, Any] = h if isinstance(h, dict) else {}
+    header = report.get("header")
+    n = header.get("n_items") if isinstance(header, dict) else None
     if ids:
         e.n_items = len(ids)
-    elif isinstance(header.get("n_items"), int) and not isinstance(header.get("n_items"), bool):
-        e.n_items = header["n_items"]
+    elif isinstance(n, int) and not isinstance(n, bool):
+        e.n_items = n
     items = _rows(root, "items.jsonl")
     e.benchmarks = sorted(
         {str(i.get("benchmark")) for i in items if i.get("benchmark") and (wanted is None or i.get("id") in wanted)}
@@ -399,7 +398,7 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
     _selection(root, e, state, report, list(config.benchmarks))
     e.added = _into_additions(root)
     e.reported = bool(report) and (root / "report.md").is_file()
-    e.winner = _winner(report) if report else None
+    e.winner = _winner(report)
     e.status, e.status_detail = _status(root, state, log)
     e.cost_usd, e.cost_note = _cost(root)
     e.problem = "; ".join(problems)
@@ -440,11 +439,11 @@ def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> 
     out_dir = Path(out_dir)
     runs = []
     for d in _entries(out_dir):
-        if d.is_symlink():
-            if os.path.lexists(os.path.join(d.path, "config.json")):
-                runs.append(RunEntry(folder=d.name, path=d.path, problem="a symbolic link to a folder (not followed)"))
+        if not os.path.lexists(os.path.join(d.path, "config.json")):
             continue
-        if d.is_dir(follow_symlinks=False) and os.path.lexists(os.path.join(d.path, "config.json")):
+        if d.is_symlink():
+            runs.append(RunEntry(folder=d.name, path=d.path, problem="a symbolic link to a folder (not followed)"))
+        elif d.is_dir(follow_symlinks=False):
             try:
                 runs.append(read_run(d.path, read_state=read_state, base=out_dir))
             except Exception as x:  # noqa: BLE001 - one folder's unforeseen fault never ends the listing

@@ -235,13 +235,14 @@ def _lead(
     unit: str,
 ) -> list[str]:
     """Where the winner's lead over the second comes from, and that the second place is shared when it is."""
-    second = ranked[1][0]
-    co_second = [m for m, mean in ranked[2:] if round(mean, 2) == round(ranked[1][1], 2)]
     total = sum(s.diff for s in shares)
+    if not (shares and total > 0):
+        return []
+    second, top = ranked[1][0], shares[0]
+    co_second = [m for m, mean in ranked[2:] if round(mean, 2) == round(ranked[1][1], 2)]
     n_shared = sum(s.n for s in shares)
     out = []
-    if shares and total > 0 and shares[0].diff > total:  # facets offset each other: no share over 100%
-        top = shares[0]
+    if top.diff > total:  # facets offset each other: no share over 100%
         against = sorted((sh for sh in shares if sh.diff < 0), key=lambda x: x.diff)
         out.append(
             f"{top.value} alone holds a lead of {fmt(top.diff)} for {winner} over {second} (summed "
@@ -250,9 +251,8 @@ def _lead(
             + (" (" + ", ".join(f"{sh.value} {fmt(sh.diff)}" for sh in against) + ")" if against else "")
             + "."
         )
-    elif shares and total > 0 and shares[0].share is not None and shares[0].diff > 0:
-        top = shares[0]
-        how = "mostly" if (top.share or 0.0) > 0.5 else "most of all"
+    elif top.share is not None and top.diff > 0:
+        how = "mostly" if top.share > 0.5 else "most of all"
         own = ""
         if math.isinf(spec.range[1]):  # a count: how much of the winner's total that value holds
             there = sum(v for i, v in values[winner].items() if facet_of.get(i) == top.value)
@@ -263,7 +263,7 @@ def _lead(
             f"{fmt(top.diff)} ({top.share:.0%}) of the {fmt(total)} by which {winner}'s summed {spec.name} "
             f"exceeds {second}'s on the {n_shared} items both scored{own}."
         )
-    if co_second and shares and total > 0:
+    if co_second:
         out.append(
             f"{second} shares second place with {' and '.join(co_second)} at {fmt2(ranked[1][1])} {unit}: the "
             f"lead above is over {second} only."
