@@ -122,28 +122,23 @@ def _year(meta: Any) -> int | None:
 
 def _chunks(pages: list[PdfPage], chunk_chars: int) -> list[PdfChunk]:
     chunks: list[PdfChunk] = []
-    buf, first, last = "", None, None
+    buf, first, last = "", 0, 0  # first 0: the chunk has no page yet
 
     def flush() -> None:
-        nonlocal buf, first, last
-        if buf.strip() and first is not None and last is not None:
+        nonlocal buf, first
+        if buf.strip():
             chunks.append(PdfChunk(index=len(chunks), first_page=first, last_page=last, text=buf.strip()))
-        buf, first, last = "", None, None
+        buf, first = "", 0
 
     for page in pages:
         text = page.text
         while text:
+            if len(buf) >= chunk_chars:
+                flush()
             room = chunk_chars - len(buf)
-            if room <= 0:
-                flush()
-                continue
             piece, text = text[:room], text[room:]
-            if first is None:
-                first = page.number
-            last = page.number
+            first, last = first or page.number, page.number
             buf += piece
-            if text:
-                flush()
         if buf and len(buf) < chunk_chars:
             buf += "\n\n"
     flush()
