@@ -34,11 +34,12 @@ limit) and ``empty`` (no final text) come from the target's reply and pass on to
 
 # ------------------------------------------------------------------------- records
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+    model_config = ConfigDict(extra="forbid")
 
 
 class _Repairable(_Record):
-    """A record that flags repaired text (``text_repaired``, written only when set)."""
+    """A record whose strings' lone surrogates become U+FFFD; one with ``text_repaired`` flags it (written only when
+    set)."""
 
     @model_serializer(mode="wrap")
     def _drop_unset_flag(self, handler: Any) -> Any:
@@ -49,7 +50,8 @@ class _Repairable(_Record):
 
     @model_validator(mode="after")
     def _repair(self, info: ValidationInfo) -> Any:
-        if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
+        repaired = info.mode != "json" and _repair_model(self)  # parsed JSON holds no lone surrogate
+        if repaired and "text_repaired" in type(self).model_fields:
             setattr(self, "text_repaired", True)
         return self
 
@@ -72,7 +74,7 @@ def _repair_model(m: BaseModel) -> bool:
     return changed
 
 
-class Item(_Record):
+class Item(_Repairable):
     """One benchmark item: ``id`` (``<benchmark>/<native id>``) is stable across runs, ``prompt`` is what the target
     model sees, ``reference`` the task-specific gold (None for open-ended tasks), ``type`` the benchmark's own category."""
 
@@ -96,12 +98,6 @@ class Item(_Record):
                 "character: the model would see a different prompt; write the character it stands for"
             )
         return v
-
-    @model_validator(mode="after")
-    def _repair_rest(self, info: ValidationInfo) -> "Item":
-        if info.mode != "json":  # JSON text cannot hold a lone surrogate (its parser refuses one): nothing to do
-            _repair_model(self)  # reference and metadata: a lone surrogate becomes U+FFFD
-        return self
 
 
 class Response(_Repairable):
@@ -353,8 +349,6 @@ class MetricSpec(_Record):
     section, spec section, URL or "user"; ``benchmark`` the benchmark whose predefined metric this is; ``variant_of``
     the default metric this one is a named variant of; ``primary`` marks the metric the report ranks by; ``qualities``
     the words a request asks about that it measures (a mapping is read as its keys)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str
     tasks: list[str]
