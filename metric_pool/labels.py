@@ -292,7 +292,8 @@ def _agreements(
 
 
 def _model_estimate(model: str, scored: dict[str, float], given: dict[str, float], selection: str, alpha: float):
-    """The :class:`ModelEstimate` of one model from its valid scores and its labels (item -> mean label)."""
+    """The :class:`ModelEstimate` of one model (or of a paired difference) from its valid scores and its labels (item
+    -> mean label); ``ppi`` None below :data:`MIN_LABELS` labels."""
     labelled = {i: v for i, v in given.items() if i in scored}
     y = [labelled[i] for i in sorted(labelled)]
     yhat = [scored[i] for i in sorted(labelled)]
@@ -351,20 +352,13 @@ def label_estimates(
     for s in mine:
         if s.ok and s.value is not None:
             scored_by[s.model][s.item_id] = float(s.value)
-    labels_by: dict[str, dict[str, float]] = {m: {} for m in models}  # model -> {item: mean label}
-    for (i, m), given in grouped.get(None, {}).items():
-        if m in labels_by:
-            labels_by[m][i] = sum(given) / len(given)
+    metric_labels = grouped.get(None, {}).items()
+    labels_by = {m: {i: sum(g) / len(g) for (i, lm), g in metric_labels if lm == m} for m in models}  # {item: mean}
     out.models = [_model_estimate(m, scored_by[m], labels_by[m], selection, alpha) for m in models]
-    for a, b in combinations(models, 2):
+    for a, b in combinations(models, 2):  # the estimate of the per-item difference a - b
         sa, sb, la, lb = scored_by[a], scored_by[b], labels_by[a], labels_by[b]
-        shared = sorted(set(sa) & set(sb))
-        both = [i for i in shared if i in la and i in lb]
-        unl = [sa[i] - sb[i] for i in shared if i not in set(both)]
-        if len(both) < MIN_LABELS:
-            continue
-        y = [la[i] - lb[i] for i in both]  # every shared item labelled (no unl): the labels alone give the difference
-        out.differences[(a, b)] = (
-            ppi_mean(y, [sa[i] - sb[i] for i in both], unl, alpha=alpha) if unl else classical_mean(y, alpha=alpha)
-        )
+        scored = {i: sa[i] - sb[i] for i in sorted(sa.keys() & sb.keys())}
+        diff = _model_estimate(a, scored, {i: la[i] - lb[i] for i in la if i in lb}, selection, alpha).ppi
+        if diff is not None:
+            out.differences[(a, b)] = diff
     return out
