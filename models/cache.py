@@ -54,8 +54,7 @@ def temperature_of(model: NamedModel) -> float | None:
     if "temperature" in model.params:
         t = model.params["temperature"]
         return None if t is None else float(t)
-    chat = model.chat
-    for obj in (chat, getattr(chat, "bound", None)):
+    for obj in (model.chat, getattr(model.chat, "bound", None)):
         t = getattr(obj, "temperature", None)
         if isinstance(t, (int, float)) and not isinstance(t, bool):
             return float(t)
@@ -100,16 +99,12 @@ def _plain(v: Any) -> Any:
 def model_params(model: NamedModel) -> dict[str, Any]:
     """Parameters that change a reply (``model.params`` win; a repeated judge draw adds ``"repeat"``), memoised on
     the NamedModel: do not mutate the result."""
-    dropped = getattr(model, "dropped", None) or {}
-    repeat = getattr(model, "repeat", 0) or 0
     memo = model.__dict__.get("_sgieval_key_params")
-    if memo is not None and memo[0] is model.chat and memo[1] == model.params and memo[2] == dropped:
+    if memo is not None and memo[0] is model.chat and memo[1] == model.params and memo[2] == model.dropped:
         return memo[3]
     out: dict[str, Any] = {}
     chat = model.chat
-    for obj in (getattr(chat, "bound", None), chat):
-        if obj is None:
-            continue
+    for obj in (getattr(chat, "bound", None), chat):  # getattr of None: no parameter
         with contextlib.suppress(Exception):  # a property that fails: not part of the key
             ident = getattr(obj, "_identifying_params", None)
             if isinstance(ident, dict):
@@ -122,10 +117,10 @@ def model_params(model: NamedModel) -> dict[str, Any]:
     if isinstance(kwargs, dict):
         out["bound"] = kwargs
     out.update(model.params)
-    if repeat:
-        out["repeat"] = int(repeat)
+    if model.repeat:
+        out["repeat"] = int(model.repeat)
     plain = _plain(out)
-    model.__dict__["_sgieval_key_params"] = (model.chat, dict(model.params), dict(dropped), plain)
+    model.__dict__["_sgieval_key_params"] = (model.chat, dict(model.params), dict(model.dropped), plain)
     return plain
 
 
@@ -135,11 +130,8 @@ def _message_payload(messages: Sequence[BaseMessage] | str) -> Any:
     out = []
     for m in messages:
         if isinstance(m, BaseMessage):
-            d = message_to_dict(m)
-            data = dict(d["data"])
-            data.pop("id", None)  # random per-message ids must not change the key
-            data.pop("response_metadata", None)
-            data.pop("usage_metadata", None)
+            d = message_to_dict(m)  # random per-message ids must not change the key, nor metadata
+            data = {k: v for k, v in d["data"].items() if k not in ("id", "response_metadata", "usage_metadata")}
             out.append({"type": d["type"], "data": _plain(data)})
         else:
             out.append(_plain(m))
@@ -270,22 +262,15 @@ class CallCache:
         """Writer thread: commit the pending replies per batch until closed."""
         while True:
             with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
+                self._cond.wait_for(lambda: self._pending or self._closed)
                 if self._closed:
                     return  # close() commits what is left
-                deadline = time.monotonic() + self.WINDOW_S
-                while len(self._pending) < self.BATCH and not self._closed:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
+                self._cond.wait_for(lambda: len(self._pending) >= self.BATCH or self._closed, self.WINDOW_S)
                 self._commit_pending()
 
     def _commit_pending(self) -> None:
         """Commit ``_pending`` in one transaction (``_cond`` held, released while SQLite writes)."""
-        while self._writing:  # another thread's batch first
-            self._cond.wait()
+        self._cond.wait_for(lambda: not self._writing)  # another thread's batch first
         if not self._pending:
             return
         batch, self._pending = self._pending, {}
