@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
 import shutil
 import typing
 from collections import Counter
@@ -419,8 +418,8 @@ def _compare_input(records: RunRecords, label: str) -> Any:
     }
     if not specs:  # a run reported before report.json listed its metrics, or not reported yet
         specs = {n: (s.higher_is_better, s.scale_label) for n, s in run_metric_specs(records).items()}
-    header = report.get("header") if isinstance(report.get("header"), dict) else {}
-    primary = str(records.metric_plan.get("primary") or (header or {}).get("primary") or "")
+    header = report["header"] if isinstance(report.get("header"), dict) else {}
+    primary = str(records.metric_plan.get("primary") or header.get("primary") or "")
     entry = read_run(records.run_dir)
     models = [str(m) for m in records.state.get("targets") or []]
     if not models:
@@ -444,12 +443,8 @@ def _compare_input(records: RunRecords, label: str) -> Any:
 
 def _rubric_versions(run_dir: Path) -> dict[str, str]:
     """``rubrics/*.yaml`` of a run folder -> the SHA-256 (hex) of each file's bytes."""
-    folder = run_dir / "rubrics"
-    try:
-        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".yaml"))
-    except (FileNotFoundError, NotADirectoryError):
-        return {}
-    return {n: hashlib.sha256(read_bytes_in(run_dir, folder / n)).hexdigest() for n in names}
+    found = sorted((run_dir / "rubrics").glob("*.yaml"))  # none without the folder
+    return {p.name: hashlib.sha256(read_bytes_in(run_dir, p)).hexdigest() for p in found}
 
 
 def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, seed: int = 0) -> Any:

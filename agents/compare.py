@@ -148,7 +148,7 @@ def compare_runs(
         n_resamples=n_resamples, seed=seed,
     )  # fmt: skip
     comparison.answer = _answer(comparison, groups)
-    comparison.limits = _limits(comparison, entries, seen)
+    comparison.limits = _limits(comparison, seen)
     return comparison
 
 
@@ -295,7 +295,7 @@ def _answer(c: Comparison, groups: list[list[Any]]) -> list[str]:
     return out
 
 
-def _limits(c: Comparison, entries: list[tuple[str, str, list[int]]], seen: dict[str, list[int]]) -> list[str]:
+def _limits(c: Comparison, seen: dict[str, list[int]]) -> list[str]:
     n_tests = sum(1 for ch in [*c.changes, *c.other_changes] if ch.p is not None and not ch.identical)
     n_tests += sum(1 for p in c.pairs if p.get("p") is not None)
     out = []

@@ -277,8 +277,8 @@ async def run_customisation(
         return base, metrics, trace
     offered = [(e, m) for e, m in offers if e.name in base.added or e.where(options, tools) is not None]
     offered_keys = {e.key for e, _m in offered}
-    content = _agent_prompt(request, items, [m for m in metrics if key_of(m) not in offered_keys], offered, docs,
-                            options, tools)  # fmt: skip
+    kept = [m for m in metrics if key_of(m) not in offered_keys]  # an offered metric is listed as offered
+    content = _agent_prompt(request, items, kept, offered, docs, options, tools)
     msgs: list[Any] = [SystemMessage(content=CUSTOM_SYSTEM), HumanMessage(content=content)]
     evidence: list[Any] = []
     reply = None
@@ -309,8 +309,7 @@ async def run_customisation(
         custom.append(r)
         notes = [n for n in notes if not n.startswith(f"'{q}' has no predefined metric")]
     plan, added_metrics = _agent_plan(p, base, custom, notes, offers, offered, agent.name)
-    metrics = [m for m in metrics if key_of(m) not in offered_keys]
-    return plan, [*metrics, *(m for _e, m in added_metrics)], trace
+    return plan, [*kept, *(m for _e, m in added_metrics)], trace
 
 
 def _agent_prompt(
