@@ -41,7 +41,21 @@ class BudgetExceeded(SgievalError):
         )
 
 
-def _parse_prices(data: Any, where: str) -> Prices:
+def load_prices(source: str | Path | Mapping[str, Any]) -> Prices:
+    """Parse a user price table.
+
+    Args:
+        source: a dict or a YAML file, ``model: {input: x, output: y}`` or ``model: [x, y]`` (USD per 1M tokens).
+
+    Returns:
+        {model: (USD per 1M input tokens, USD per 1M output tokens)}.
+
+    Raises:
+        InputError: naming the file and the model on a malformed or negative entry.
+    """
+    yaml_fix = "write the price table as YAML: model: {input: USD, output: USD} per 1M tokens"
+    where = "<price table>" if isinstance(source, Mapping) else str(Path(source))
+    data = source if isinstance(source, Mapping) else load_yaml(Path(source), fix=yaml_fix)
     if not isinstance(data, Mapping):
         raise InputError(
             "price table must map model -> {input: USD/1M, output: USD/1M}",
@@ -65,25 +79,6 @@ def _parse_prices(data: Any, where: str) -> Prices:
             raise InputError(f"negative price for model {model!r}: {v!r}", what=where, fix="prices must be >= 0")
         out[str(model)] = (pin, pout)
     return out
-
-
-def load_prices(source: str | Path | Mapping[str, Any]) -> Prices:
-    """Parse a user price table.
-
-    Args:
-        source: a dict or a YAML file, ``model: {input: x, output: y}`` or ``model: [x, y]`` (USD per 1M tokens).
-
-    Returns:
-        {model: (USD per 1M input tokens, USD per 1M output tokens)}.
-
-    Raises:
-        InputError: naming the file and the model on a malformed or negative entry.
-    """
-    if isinstance(source, Mapping):
-        return _parse_prices(source, "<price table>")
-    p = Path(source)
-    data = load_yaml(p, fix="write the price table as YAML: model: {input: USD, output: USD} per 1M tokens")
-    return _parse_prices(data, str(p))
 
 
 def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False) -> None:
@@ -116,19 +111,14 @@ def reset_prices() -> None:
     _prices.clear()
 
 
-def _model_id(name: str) -> str:
-    """The model id after the provider (``openai:gpt-4o`` -> ``gpt-4o``)."""
-    return ModelRef.parse(name, strict=False).name
-
-
 def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> tuple[float, float] | None:
     """The user price of the full model string, else of its name, else of an entry with that name."""
     table = _prices if prices is None else prices
     if model in table:
         return table[model]
-    if ":" in model:
-        return table.get(_model_id(model))
-    return next((v for k, v in table.items() if ":" in k and _model_id(k) == model), None)
+    if ":" in model:  # the model id after the provider: openai:gpt-4o -> gpt-4o
+        return table.get(ModelRef.parse(model, strict=False).name)
+    return next((v for k, v in table.items() if ":" in k and ModelRef.parse(k, strict=False).name == model), None)
 
 
 @functools.lru_cache(maxsize=512)
@@ -214,13 +204,12 @@ def price_call(
     own = _own_price(model, prices)
     if own is not None:
         cost = usage.get("input", 0) * own[0] / 1e6 + usage.get("output", 0) * own[1] / 1e6
-        return cost * BATCH_DISCOUNT if batch else cost
-    listed = _listed(model)
-    if listed is None:
+    elif (listed := _listed(model)) is None:
         return None
-    if batch and _has_batch_price(listed):
+    elif batch and _has_batch_price(listed):
         return float(_calc(*listed, usage, batch=True).total_price)
-    cost = float(_calc(*listed, usage).total_price)
+    else:
+        cost = float(_calc(*listed, usage).total_price)
     return cost * BATCH_DISCOUNT if batch else cost
 
 
