@@ -273,11 +273,8 @@ def _agreements(
     for criterion, units in grouped.items():
         low, high = (0.0, 10.0) if criterion is not None else tuple(spec.range)
         pairs: dict[str, tuple[list[float], list[float]]] = {}
-        for unit, vals in units.items():
-            score = by_unit.get(unit)
-            if score is None:
-                continue
-            panel, per = _judged(score, criterion)
+        for unit, vals in [(u, v) for u, v in units.items() if u in by_unit]:  # labelled units with a score
+            panel, per = _judged(by_unit[unit], criterion)
             human = sum(vals) / len(vals)
             named = ([("panel", panel)] if panel is not None else []) + (list(per.items()) if len(per) > 1 else [])
             for name, v in named:

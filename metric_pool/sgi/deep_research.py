@@ -136,14 +136,13 @@ class ExactMatchMetric(Metric):
             ref = str(reference_field(item, "answer"))
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
-        text = response.text
         parsed: str | None = None
         evidence: list[Evidence] = []
         judge_name = "objective"
-        if is_empty_or_none(text):
+        if is_empty_or_none(response.text):
             extracted = parsed = NONE_ANSWER
         else:
-            extracted = model_answer(text)
+            extracted = model_answer(response.text)
             parsers = ctx.judges_for(response.model) if self.use_parser else []
             if parsers:
                 parsed, ev = await parse_answer(parsers[0], extracted, ref)
