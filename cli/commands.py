@@ -206,21 +206,13 @@ def options_command(config_cls: type[RunConfig], run: Callable[[dict[str, Any]],
     opts = [o for o in run_options(config_cls) if o.cli]
     params, hints = [], {}
     for o in opts:
-        flags = (o.flag, *[o.short] * bool(o.short))
         if o.positional:
             default: Any = typer.Argument(o.default, help=o.help)
-            kind = o.scalar
-        elif o.is_list:
-            kind = Optional[o.scalar]
-            default = typer.Option(list(o.default) or None, *flags, help=o.help)
-        elif o.switches_off:
-            kind = bool
-            default = typer.Option(False, *flags, help=o.cli_help)
-        else:
-            kind = o.scalar if o.default is not None else Optional[o.scalar]
-            default = typer.Option(o.default, *flags, help=o.help)
+        else:  # a list not given is None; a switch-off flag is False until given
+            value = (list(o.default) or None) if o.is_list else (False if o.switches_off else o.default)
+            default = typer.Option(value, o.flag, *[o.short] * bool(o.short), help=o.cli_help)
         params.append(inspect.Parameter(o.field, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
-        hints[o.field] = kind
+        hints[o.field] = Optional[o.scalar] if o.is_list or o.default is None else o.scalar
 
     def command(**given: Any) -> None:
         fields = {
