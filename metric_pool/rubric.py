@@ -267,6 +267,11 @@ class _Verdict:
         """The judge's name and " (repeat r/k)" when each judge is asked k > 1 times."""
         return self.judge + (f" (repeat {self.repeat + 1}/{k})" if k > 1 else "")
 
+    def said(self, name: str, k: int) -> str:
+        """'judge: score - rationale' on criterion ``name``."""
+        c = self.of(name)
+        return f"{self.rep(k)}: {c.score:g}" + (f" - {c.rationale.strip()}" if c.rationale.strip() else "")
+
 
 class RubricMetric(Metric):
     """A custom metric from ``rubric``: per-criterion judge scores (0-10) aggregated to 0-100 with
@@ -333,8 +338,9 @@ class RubricMetric(Metric):
                         reply = JudgeReply(judge.name, parsed, [text], 1, mode="prompt", flags=flags, prompt=prompt)
                         return _Verdict(judge.name, parsed, [reply.evidence(), *evidence], None, note)
                 # the conversation goes on: earlier turns are never rewritten, so they stay a cached prefix
+                used = sum(not e.refused for e in loop.evidence)
                 ask = (
-                    f"Tool use is over ({sum(not e.refused for e in loop.evidence)} call(s) made). Reply now with only the "
+                    f"Tool use is over ({used} call(s) made). Reply now with only the "
                     "JSON object: a score for every criterion."
                 )
                 msgs, as_given = [*loop.messages, HumanMessage(content=ask)], True
@@ -400,14 +406,7 @@ class RubricMetric(Metric):
         per_judge = {j: {c: sum(v.of(c).score for v in vs) / len(vs) for c in crits} for j, vs in by_judge.items()}
         means = {c: sum(pj[c] for pj in per_judge.values()) / len(per_judge) for c in crits}
         value = self.rubric.aggregate(means)
-        parts = []
-        for c in crits:
-            whys = [
-                f"{v.rep(k)}: {v.of(c).score:g}"
-                + (f" - {v.of(c).rationale.strip()}" if v.of(c).rationale.strip() else "")
-                for v in ok
-            ]
-            parts.append(f"{c} {means[c]:.3g}/10 ({'; '.join(whys)})")
+        parts = [f"{c} {means[c]:.3g}/10 ({'; '.join(v.said(c, k) for v in ok)})" for c in crits]
         counts = dict(Counter(e.tool for e in evidence if isinstance(e, ToolCallEvidence) and not e.refused))
         tools_txt = ", ".join(f"{t} x{n}" for t, n in counts.items()) if counts else "none"
         notes = dict.fromkeys(f"{v.judge}: {v.tools_note}" for v in verdicts if v.tools_note)  # tool calling refused
