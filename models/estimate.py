@@ -194,21 +194,17 @@ class RehearsalChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "sgieval-rehearsal"
 
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         """This model with ``tools`` bound as OpenAI tool dicts.
 
         Args:
             tools: LangChain tools (or tool dicts).
-            tool_choice: the tool choice.
-            kwargs: further binding options.
+            kwargs: further binding options (a falsy ``tool_choice`` is not recorded).
 
         Returns:
             The bound runnable.
         """
-        formatted = [convert_to_openai_tool(t) for t in tools]
-        if tool_choice:
-            kwargs["tool_choice"] = tool_choice
-        return self.bind(tools=formatted, **kwargs)
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     def with_structured_output(self, schema: Any = None, **kwargs: Any) -> Any:
         """This model bound to a ``json_schema`` ``response_format`` for ``schema``, piped into a JSON parser.

@@ -26,7 +26,6 @@ from langchain_core.output_parsers.openai_tools import (
     parse_tool_call,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
@@ -94,11 +93,9 @@ SDK_BODY_ORDER = tuple(
 def wire_body(payload: dict[str, Any]) -> bytes:
     """The request body exactly as the openai SDK sends ``payload`` (``extra_body`` merged at the top level);
     ValueError for NaN or infinite numbers."""
-    extra = payload.get("extra_body") or {}
     rank = {k: i for i, k in enumerate(SDK_BODY_ORDER)}
-    keys = sorted((k for k in payload if k != "extra_body"), key=lambda k: rank.get(k, len(rank)))
-    body = {k: payload[k] for k in keys}
-    body.update(extra)
+    body = {k: payload[k] for k in sorted(payload, key=lambda k: rank.get(k, len(rank))) if k != "extra_body"}
+    body.update(payload.get("extra_body") or {})
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
@@ -149,7 +146,7 @@ def message_dict(message: BaseMessage) -> dict[str, Any]:
         if "tool_calls" in out or "function_call" in out:
             out["content"] = out["content"] or None
         if isinstance(message.content, list):
-            text = [b for b in message.content if not (isinstance(b, dict) and b.get("type") in ("tool_call",))]
+            text = [b for b in message.content if not (isinstance(b, dict) and b.get("type") == "tool_call")]
             out["content"] = text or out["content"]
     elif isinstance(message, SystemMessage):
         out["role"] = message.additional_kwargs.get("__openai_role__", "system")
@@ -170,11 +167,7 @@ def message_dict(message: BaseMessage) -> dict[str, Any]:
 
 def to_messages(input: LanguageModelInput) -> list[BaseMessage]:
     """A chat model's input (a string, a prompt value or a message sequence) as a message list."""
-    if isinstance(input, str):
-        return [HumanMessage(input)]
-    if isinstance(input, PromptValue):
-        return input.to_messages()
-    return convert_to_messages(input)  # type: ignore[arg-type]
+    return [HumanMessage(input)] if isinstance(input, str) else convert_to_messages(input)  # type: ignore[arg-type]
 
 
 COMPLETION_FIELDS: dict[str, dict[str, Any]] = {
@@ -284,9 +277,7 @@ def chat_result(data: Any, model_name: str) -> ChatResult:
         msg = _ai_message(choice.get("message") or {})
         if usage:
             msg.usage_metadata = usage_metadata(usage, tier)
-        info: dict[str, Any] = {"finish_reason": choice.get("finish_reason")}
-        if "logprobs" in choice:
-            info["logprobs"] = choice["logprobs"]
+        info = {"finish_reason": choice.get("finish_reason"), "logprobs": choice["logprobs"]}  # sdk_shape adds it
         gens.append(ChatGeneration(message=msg, generation_info=info))
     llm_output: dict[str, Any] = {
         "token_usage": usage,
