@@ -268,11 +268,6 @@ class Totals:
     unpriced_calls: int = 0
     cache_read_tokens: int = 0
 
-    @property
-    def cached_share(self) -> float | None:
-        """``cache_read_tokens / input_tokens`` (0-1), None without input tokens."""
-        return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
-
 
 _current: contextvars.ContextVar["Ledger | None"] = contextvars.ContextVar("sgieval_ledger", default=None)
 
@@ -307,7 +302,8 @@ class Ledger:
         self.stopped: dict[str, Any] | None = None
         self.on_record = on_record
         self._lock = threading.Lock()
-        self._spent = 0.0
+        self.spent_usd = 0.0
+        """Sum of known costs in USD."""
         self.calls_made = 0
         self.calls_failed = 0
         self.on_send: Callable[[dict[str, Any]], None] | None = None
@@ -405,17 +401,12 @@ class Ledger:
             for rec in recs:
                 self.records.append(rec)
                 if rec.cost:
-                    self._spent += rec.cost
+                    self.spent_usd += rec.cost
                 if not rec.cached:
                     self.calls_made += 1
                     self.calls_failed += rec.error is not None
         if self.on_record is not None and recs:
             self.on_record(rows if rows is not None else [asdict(r) for r in recs])
-
-    @property
-    def spent_usd(self) -> float:
-        """Sum of known costs in USD."""
-        return self._spent
 
     def check_budget(self, model: str = "", role: str = "") -> None:
         """Raise :class:`BudgetExceeded` when ``spent_usd >= budget_usd`` (the first refusal kept in :attr:`stopped`).
@@ -427,18 +418,18 @@ class Ledger:
         Raises:
             BudgetExceeded: the budget (USD) is spent.
         """
-        if self.budget_usd is None or self._spent < self.budget_usd:
+        if self.budget_usd is None or self.spent_usd < self.budget_usd:
             return
         with self._lock:
             if self.stopped is None:
                 self.stopped = {
-                    "spent_usd": self._spent,
+                    "spent_usd": self.spent_usd,
                     "budget_usd": self.budget_usd,
                     "model": model,
                     "role": role,
                     "calls": self.calls_made,
                 }
-        raise BudgetExceeded(self._spent, self.budget_usd, model=model, role=role)
+        raise BudgetExceeded(self.spent_usd, self.budget_usd, model=model, role=role)
 
     def totals(self) -> dict[tuple[str, str], Totals]:
         """Totals per (model, role), in first-call order.
@@ -496,7 +487,7 @@ class Ledger:
             "rows": [asdict(t) for t in self.totals().values()],
             "total": asdict(self.total()),
             "budget_usd": self.budget_usd,
-            "spent_usd": self._spent,
+            "spent_usd": self.spent_usd,
             "stopped": self.stopped,
         }
 
