@@ -78,17 +78,14 @@ def n_options_of(item: Item) -> int | None:
 def gold_letter(item: Item) -> str:
     """``chr(65 + reference["answer"])`` (A.5: a 0-based int); InputError when missing or not an index 0..25."""
     ans = reference_field(item, "answer")
-    try:
-        idx = int(ans)
-    except (TypeError, ValueError):
-        idx = -1
-    if isinstance(ans, bool) or idx < 0 or idx > 25 or str(ans).strip() != str(idx):
+    text = str(ans).strip()
+    if isinstance(ans, bool) or not re.fullmatch(r"1?[0-9]|2[0-5]", text):  # as int() writes 0..25
         raise InputError(
             f"reference answer {ans!r} is not a 0-based option index 0..25",
             what=f"item {item.id}",
             fix="set reference['answer'] to the 0-based index of the correct option",
         )
-    return chr(65 + idx)
+    return chr(65 + int(text))
 
 
 def mca(text: str, gold: str, n_options: int | None = None) -> int:
