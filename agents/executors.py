@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+from contextlib import suppress
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..core import EXECUTORS, InputError, Item, OfflineError, RunStore
@@ -86,11 +87,9 @@ def _portable_chat(chat: Any) -> Any:
     """``chat`` itself when picklable, else a ("rebuild", class, fields) recipe."""
     from ray import cloudpickle
 
-    try:
+    with suppress(Exception):  # live clients, locks: rebuilt from the fields
         cloudpickle.dumps(chat)
         return chat
-    except Exception:  # noqa: BLE001 - live clients, locks
-        pass
     fields = getattr(type(chat), "model_fields", None)
     if not fields:
         what, fix = "--executor ray", "use --executor local for this model"

@@ -35,17 +35,16 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
         vals = [s.value for s in mine[m] if s.ok and s.value is not None and s.item_id != CORPUS]
         failed = sum(1 for s in mine[m] if not s.ok and not not_applicable(s))
         corpus = [s for s in mine[m] if s.ok and s.value is not None and s.item_id == CORPUS]
-        if not vals and corpus:  # a corpus-level metric (e.g. kappa): one value, no per-item CI
+        if vals:
+            out.append(ModelStat(m, call_in_worker(summarize, vals, n_resamples=n_resamples, seed=seed), failed))
+        elif corpus:  # a corpus-level metric (e.g. kappa): one value, no per-item CI
             v, d = float(corpus[0].value or 0.0), corpus[0].details
             # a CI the metric computed itself (a pooled mean's bootstrap over questions), else none
             lo, hi = float(d.get("ci_low", math.nan)), float(d.get("ci_high", math.nan))
             summary = Summary(n=int(d.get("n", 0) or 0), mean=v, total=v, std=math.nan, ci_low=lo, ci_high=hi)
             out.append(ModelStat(m, summary, failed, corpus=True))
-            continue
-        if not vals:
+        else:
             out.append(ModelStat(m, None, failed, reason=unscored_reason(mine[m])))
-            continue
-        out.append(ModelStat(m, call_in_worker(summarize, vals, n_resamples=n_resamples, seed=seed), failed))
     return out
 
 
