@@ -226,8 +226,7 @@ class Comparison:
         """
         d = asdict(self)
         for key in ("changes", "other_changes"):
-            for c, obj in zip(d[key], getattr(self, key)):
-                c["real"], c["verdict"] = obj.real, obj.verdict
+            d[key] = [{**asdict(c), "real": c.real, "verdict": c.verdict} for c in getattr(self, key)]
         d["config_diff"] = [{"setting": k, "values": v} for k, v in self.config_diff]
         return d
 
@@ -301,10 +300,7 @@ class Comparison:
             out.append(
                 markdown_table(
                     ["rank", "target model", "values from", "mean per item", "95% CI", "n items"],
-                    [
-                        [r.rank, r.entry, ", ".join(r.runs), fmt2(r.mean) if r.mean is not None else "n/a", r.ci, r.n]
-                        for r in self.ranking
-                    ],
+                    [[r.rank, r.entry, ", ".join(r.runs), fmt2(r.mean), r.ci, r.n] for r in self.ranking],
                 )
             )
             if self.pairs:
@@ -336,9 +332,8 @@ class Comparison:
             ``(kind, sentence)`` pairs for items, models and metrics, in that order.
         """
 
-        def named(xs: list[str], limit: int = 10) -> str:
-            shown = ", ".join(xs[:limit])
-            return shown + (f" and {len(xs) - limit} more" if len(xs) > limit else "")
+        def named(xs: list[str]) -> str:
+            return ", ".join(xs[:10]) + (f" and {len(xs) - 10} more" if len(xs) > 10 else "")
 
         only_items = {r: v for r, v in self.items_only.items() if v}
         if only_items or self.items_changed:

@@ -379,9 +379,8 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
     except (SgievalError, ValueError, OSError) as x:
         e.problem = f"{root / 'config.json'}: {_reason(x)}"
         return e
-    e.run_id, e.request, e.judges = config.run_id, config.request, list(config.judges)
-    e.added_judges = list(config.added_judges)
-    e.models = list(config.models)
+    e.run_id, e.request, e.models = config.run_id, config.request, list(config.models)
+    e.judges, e.added_judges = list(config.judges), list(config.added_judges)
     e.responses, e.scores = _count_lines(root, "responses.jsonl"), _count_lines(root, "scores.jsonl")
     problems: list[str] = []
     log = _rows(root, "log.jsonl")

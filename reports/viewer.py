@@ -292,6 +292,7 @@ def answer_links(
     primary = ((report or {}).get("ranking") or {}).get("metric")
     all_models = sorted({m for per in values.values() for m in per})
     ids = [it.id for it in items]
+    facets = {f: vals for f in FACET_FIELDS if len(vals := {str(getattr(it, f)) for it in items if getattr(it, f)}) > 1}
     out: dict[str, dict[str, Any]] = {}
     for text in sentences:
         if not text or text in out:
@@ -299,13 +300,7 @@ def answer_links(
         named_ids = _mentions(text, ids)
         models = _mentions(text, all_models)
         metric = next(iter(_mentions(text, values)), primary)
-        facet, value = None, None
-        for f in FACET_FIELDS:
-            vals = {str(getattr(it, f)) for it in items if getattr(it, f)}
-            got = _mentions(text, vals)
-            if got and len(vals) > 1:
-                facet, value = f, got[0]
-                break
+        facet, value = next(((f, got[0]) for f, vals in facets.items() if (got := _mentions(text, vals))), (None, None))
         flags = [f for f in ITEM_FLAGS if re.search(rf"\b{f}\b", text)]
         per = values.get(metric or "", {})
         want = models or list(per)

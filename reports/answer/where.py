@@ -29,7 +29,6 @@ __all__ = [
 
 WHERE_REQUEST = re.compile(
     r"\b(?:where|which\s+(?:topics?|fields?|areas?|subjects?|disciplines?|domains?|subfields?|directions?)|"
-    r"in\s+which\s+(?:topics?|fields?|areas?|subjects?|disciplines?|domains?|subfields?|directions?)|"
     r"disagree\w*|differ(?:s|ence|ences)?\s+(?:by|across|between)\s+(?:topics?|fields?|disciplines?))\b",
     re.I,
 )
