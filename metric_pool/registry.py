@@ -290,9 +290,8 @@ def applicable(
         if predefined is not None and e.predefined != predefined:
             continue
         for b in [ALL] if e.scope == ALL else [b for b in benches if e.covers(b)]:
-            own = items if b == ALL else [i for i in items if i.benchmark == b]
-            m = e.build(options, None if b == ALL else b)
-            if any(m.applies(i) for i in own):
+            m = e.build(options, None if b == ALL else b)  # a Scoped one applies to benchmark b's items only
+            if any(m.applies(i) for i in items):
                 out.append((e, m))
     return out
 
