@@ -64,8 +64,7 @@ def _repair_model(m: BaseModel) -> bool:
         if isinstance(v, BaseModel):
             changed = _repair_model(v) or changed
         elif isinstance(v, list) and any(isinstance(x, BaseModel) for x in v):
-            for x in v:
-                changed = (_repair_model(x) if isinstance(x, BaseModel) else False) or changed
+            changed = any([_repair_model(x) for x in v if isinstance(x, BaseModel)]) or changed
         else:
             nv, c = repair_deep(v)
             if c:
@@ -297,11 +296,10 @@ class Score(_Repairable):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Score":
-        if self.status == "ok":
-            if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)):
-                if self.error is None:
-                    raise ValueError(f"Score {self.metric} for {self.item_id}: status ok needs a value")
-                self.status = "parse_error"
+        if self.status == "ok" and (self.value is None or math.isnan(self.value)):
+            if self.error is None:
+                raise ValueError(f"Score {self.metric} for {self.item_id}: status ok needs a value")
+            self.status = "parse_error"
         return self
 
     @property
