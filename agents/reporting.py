@@ -182,28 +182,26 @@ async def _llm_narrative(
         claims = order_claims_supported(text, winner, models)
         if text and not bad and not unknown and not claims:
             return text, notes
-        why = []
-        if not text:
-            why.append("was empty")
-        if bad:
-            why.append(f"cited numbers not in the tables: {bad[:5]}")
-        if unknown:
-            why.append(f"named models, metrics or facet values not in the report: {unknown[:5]}")
-        if claims:
-            why.append(
-                f"claimed an order of models the paired tests do not establish ({count_phrase(len(claims), 'sentence')})"
-            )
-        notes.append(f"narrative attempt {attempt} " + " and ".join(why))
-        fix = []
-        if bad:
-            fix.append(f"These numbers are not in the tables: {bad[:10]}.")
-        if unknown:
-            fix.append(f"These names are not in the report: {unknown[:10]}.")
-        if claims:
-            fix.append(
-                "These sentences claim an order of models the paired tests do not establish (see the fixed "
-                f"verdict): {claims[:5]}."
-            )
+        n_claims = count_phrase(len(claims), "sentence")
+        failed = [  # (found, said in the note, told the agent)
+            (not text, "was empty", ""),
+            (bad, f"cited numbers not in the tables: {bad[:5]}", f"These numbers are not in the tables: {bad[:10]}."),
+            (
+                unknown,
+                f"named models, metrics or facet values not in the report: {unknown[:5]}",
+                f"These names are not in the report: {unknown[:10]}.",
+            ),
+            (
+                claims,
+                f"claimed an order of models the paired tests do not establish ({n_claims})",
+                (
+                    "These sentences claim an order of models the paired tests do not establish (see the fixed "
+                    f"verdict): {claims[:5]}."
+                ),
+            ),
+        ]
+        notes.append(f"narrative attempt {attempt} " + " and ".join(said for found, said, _ in failed if found))
+        fix = [told for found, _, told in failed if found and told]
         again = " ".join(fix or ["The text was empty."]) + " Rewrite using only the tables' numbers and names."
         msgs = [*msgs, HumanMessage(content=again)]
     return None, notes
