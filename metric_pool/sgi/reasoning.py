@@ -48,13 +48,6 @@ def _last_option_box(text: str, allowed: set[str] | None) -> tuple[int, str] | N
     return None
 
 
-def extract_option(text: str, n_options: "int | Collection[str] | None" = None) -> str | None:
-    """D.3: the option letter of the LAST ``\\boxed{...}`` holding one (:func:`option_letter`) after the last
-    ``</think>`` (D.8); letters past ``n_options`` (a count or the letters) are skipped, ignoring case. None if none."""
-    got = _last_option_box(final_text(text or ""), _allowed(n_options))
-    return None if got is None else got[1]
-
-
 def final_option(text: str, n_options: "int | Collection[str] | None" = None) -> tuple[str | None, str]:
     """``(letter or None, how it was found)`` (METRICS.md D.3, D.8, D.9): the later of the last ``\\boxed{...}`` holding
     an option letter and a final ``Answer: X`` line (:func:`sgieval.metric_pool.answers.answer_line_letter`); letters
@@ -86,12 +79,6 @@ def gold_letter(item: Item) -> str:
             fix="set reference['answer'] to the 0-based index of the correct option",
         )
     return chr(65 + int(text))
-
-
-def mca(text: str, gold: str, n_options: int | None = None) -> int:
-    """Multi-choice accuracy (A.5, D.3, D.9): 1 if :func:`final_option` equals ``gold`` exactly (case-sensitive),
-    else 0 (also when no answer is found)."""
-    return int(final_option(text, n_options)[0] == gold)
 
 
 _CODE_RE = re.compile(r"\\boxed\{([A-Z])\}")

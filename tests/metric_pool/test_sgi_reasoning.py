@@ -11,9 +11,8 @@ from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi.reasoning import (
     MultiChoiceMetric,
     ReasoningValidityMetric,
-    extract_option,
     extract_option_lenient,
-    mca,
+    final_option,
     mca_code,
     question_block,
     rv_messages,
@@ -78,14 +77,14 @@ def test_boxed_contents_balanced():
         ("<think>maybe \\boxed{A}</think>\nI cannot decide.", None),
     ],
 )
-def test_extract_option(text, expected):
-    assert extract_option(text) == expected
+def test_final_option_box_rules(text, expected):
+    assert final_option(text)[0] == expected
 
 
-def test_extract_option_skips_letters_past_the_options():
-    assert extract_option(r"\boxed{B} ... \boxed{H}", n_options=4) == "B"
-    assert extract_option(r"\boxed{B} ... \boxed{H}") == "H"
-    assert extract_option(r"\boxed{B} ... \boxed{d}", n_options=4) == "d"  # in range, wrong case: kept
+def test_final_option_skips_letters_past_the_options():
+    assert final_option(r"\boxed{B} ... \boxed{H}", n_options=4)[0] == "B"
+    assert final_option(r"\boxed{B} ... \boxed{H}")[0] == "H"
+    assert final_option(r"\boxed{B} ... \boxed{d}", n_options=4)[0] == "d"  # in range, wrong case: kept
 
 
 @pytest.mark.parametrize(
@@ -115,7 +114,7 @@ def test_extract_option_skips_letters_past_the_options():
     ],
 )
 def test_mca_default(text, expected):
-    assert mca(text, "B") == expected
+    assert int(final_option(text)[0] == "B") == expected  # MCA: exact letter equality
 
 
 @pytest.mark.parametrize(
@@ -131,8 +130,6 @@ def test_mca_default(text, expected):
     ],
 )
 def test_final_option_box_or_line_whichever_is_later(text, letter, how):
-    from sgieval.metric_pool.sgi.reasoning import final_option
-
     assert final_option(text, 4) == (letter, how)
 
 

@@ -13,10 +13,9 @@ from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi.reasoning import (
     MultiChoiceMetric,
     ReasoningValidityMetric,
-    extract_option,
     extract_option_lenient,
+    final_option,
     gold_letter,
-    mca,
     n_options_of,
     option_letter,
     question_block,
@@ -52,12 +51,12 @@ def test_option_letter_edges():
     assert option_letter(r"\text{\text{\text{\text{B}}}}") is None  # a fourth is not
 
 
-def test_extract_option_with_option_letters_or_a_count():
-    assert extract_option(r"\boxed{A}", 4) == "A"  # the first option is allowed
-    assert extract_option(r"\boxed{b}", ["A", "B"]) == "b"  # letters given: compared ignoring case
-    assert extract_option(r"\boxed{C}", ["a", "b"]) is None
-    assert mca(r"\boxed{E}", "E", 4) == 0  # past the 4 options: no answer
-    assert mca(r"\boxed{E}", "E") == 1
+def test_final_option_with_option_letters_or_a_count():
+    assert final_option(r"\boxed{A}", 4)[0] == "A"  # the first option is allowed
+    assert final_option(r"\boxed{b}", ["A", "B"])[0] == "b"  # letters given: compared ignoring case
+    assert final_option(r"\boxed{C}", ["a", "b"])[0] is None
+    assert final_option(r"\boxed{E}", 4)[0] is None  # past the 4 options: no answer
+    assert final_option(r"\boxed{E}")[0] == "E"
 
 
 def test_n_options_of():
