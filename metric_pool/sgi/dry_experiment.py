@@ -298,7 +298,7 @@ class DryExperimentMetric(Metric):
 
         sandbox = ctx.sandbox
         if sandbox is None and (self.unsafe_local_exec or ctx.options.get("unsafe_local_exec")):
-            from ...tools.sandbox import UnsafeLocalSandbox  # the tools folder loads numpy: not at start-up
+            from ...tools import UnsafeLocalSandbox  # the tools folder loads numpy: not at start-up
 
             sandbox = UnsafeLocalSandbox()
         if sandbox is None:
