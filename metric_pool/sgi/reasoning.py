@@ -32,14 +32,6 @@ def option_letter(box: str) -> str | None:
     return t if re.fullmatch(r"[A-Za-z]", t) else None
 
 
-def _allowed(n_options: "int | Collection[str] | None") -> set[str] | None:
-    if n_options is None:
-        return None
-    if isinstance(n_options, int):
-        return {chr(65 + k) for k in range(n_options)}
-    return {x.upper() for x in n_options}
-
-
 def _last_option_box(text: str, allowed: set[str] | None) -> tuple[int, str] | None:
     for pos, box in reversed(boxed_spans(text)):
         got = option_letter(box)
@@ -53,7 +45,8 @@ def final_option(text: str, n_options: "int | Collection[str] | None" = None) ->
     an option letter and a final ``Answer: X`` line (:func:`sgieval.metric_pool.answers.answer_line_letter`); letters
     past the options are skipped. ``(None, "no answer found")`` when neither exists (no answer, not a wrong answer)."""
     t = final_text(text or "")
-    allowed = _allowed(n_options)
+    letters = [chr(65 + k) for k in range(n_options)] if isinstance(n_options, int) else n_options
+    allowed = None if letters is None else {x.upper() for x in letters}
     box = _last_option_box(t, allowed)
     letter, (pos, _) = answer_line_letter(t), final_line(t) or (0, "")  # a letter implies a final line
     if letter is not None and (allowed is None or letter.upper() in allowed) and (box is None or box[0] <= pos):
