@@ -8,6 +8,7 @@ import asyncio
 import os
 import tempfile
 from contextlib import suppress
+from functools import partial
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..core import EXECUTORS, InputError, Item, OfflineError, RunStore
@@ -157,28 +158,24 @@ def _pending_items(
     return [it for it in items if any(pending(it, t) for t in targets)]
 
 
-def _shard_evaluator(
+async def _evaluate_shard(
     targets: list[dict[str, Any]], metrics: list[Metric], ctx: ScoringContext, max_parallel: int,
-    existing: dict[str, Any], use_cache: bool | None, prices: dict[str, tuple[float, float]] | None,
-) -> Callable[[list[Item]], Awaitable[dict[str, Any]]]:  # fmt: skip
-    """The per-shard function for Ray tasks: items on a scratch run folder -> {"responses", "scores", "ledger"}."""
-
-    async def evaluate_shard(items: list[Item]) -> dict[str, Any]:
-        ids = {i.id for i in items}
-        ledger = Ledger(prices=prices)
-        calls = CallContext(use_cache=use_cache, limits={"*": max_parallel})
-        with tempfile.TemporaryDirectory(prefix="sgieval-shard-") as tmp, ledger.activate(), call_context(calls):
-            store = RunStore(tmp)
-            old = {f: [r for r in existing[f] if r.item_id in ids] for f in _FILES}
-            for f in _FILES:
-                store.append(f, old[f])
-            models = unpack_models(targets)
-            await run_evaluation(store, items, models, metrics, ctx, max_parallel=max_parallel, corpus=False)
-            new = {f: store.read(f)[len(old[f]) :] for f in _FILES}  # appended after the old records
-            store.close()
-        return {**new, "ledger": ledger.to_dicts()}
-
-    return evaluate_shard
+    existing: dict[str, Any], use_cache: bool | None, prices: dict[str, tuple[float, float]] | None, items: list[Item],
+) -> dict[str, Any]:  # fmt: skip
+    """The work of one Ray task: ``items`` on a scratch run folder -> {"responses", "scores", "ledger"} it added."""
+    ids = {i.id for i in items}
+    ledger = Ledger(prices=prices)
+    calls = CallContext(use_cache=use_cache, limits={"*": max_parallel})
+    with tempfile.TemporaryDirectory(prefix="sgieval-shard-") as tmp, ledger.activate(), call_context(calls):
+        store = RunStore(tmp)
+        old = {f: [r for r in existing[f] if r.item_id in ids] for f in _FILES}
+        for f in _FILES:
+            store.append(f, old[f])
+        models = unpack_models(targets)
+        await run_evaluation(store, items, models, metrics, ctx, max_parallel=max_parallel, corpus=False)
+        new = {f: store.read(f)[len(old[f]) :] for f in _FILES}  # appended after the old records
+        store.close()
+    return {**new, "ledger": ledger.to_dicts()}
 
 
 async def evaluate_with_executor(
@@ -230,7 +227,7 @@ async def _ray_shards(
     ledger = current_ledger()
     prices = ledger.prices if ledger is not None else None
     use_cache = current_call_context().use_cache
-    fn = _shard_evaluator(pack_models(targets), list(metrics), ctx, max_parallel, existing, use_cache, prices)
+    fn = partial(_evaluate_shard, pack_models(targets), list(metrics), ctx, max_parallel, existing, use_cache, prices)
     ray = ensure_ray()
     n = num_shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
     remote, fn_ref = ray.remote(_run_in_task), ray.put(fn)
