@@ -332,21 +332,18 @@ def _selection(root: Path, e: RunEntry, state: dict[str, Any], report: dict[str,
     selection = state.get("selection")
     raw = selection.get("item_ids") if isinstance(selection, dict) else None
     ids: list[Any] = raw if isinstance(raw, list) else []
-    wanted = set(ids) if ids else None
+    wanted = set(ids)
     header = report.get("header")
     n = header.get("n_items") if isinstance(header, dict) else None
+    items = _rows(root, "items.jsonl")
     if ids:
         e.n_items = len(ids)
     elif isinstance(n, int) and not isinstance(n, bool):
         e.n_items = n
-    items = _rows(root, "items.jsonl")
-    e.benchmarks = sorted(
-        {str(i.get("benchmark")) for i in items if i.get("benchmark") and (wanted is None or i.get("id") in wanted)}
-    )
-    if e.n_items is None and items:
+    elif items:
         e.n_items = len(items)
-    if not e.benchmarks and benchmarks:
-        e.benchmarks = [str(b) for b in benchmarks]
+    chosen = {str(i.get("benchmark")) for i in items if i.get("benchmark") and (not ids or i.get("id") in wanted)}
+    e.benchmarks = sorted(chosen) or [str(b) for b in benchmarks]
 
 
 def read_run(root: str | Path, *, read_state: StateReader | None = None, base: str | Path | None = None) -> RunEntry:

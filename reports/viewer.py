@@ -253,16 +253,13 @@ ITEM_FLAGS = ("censored", "missing", "truncated", "empty", "injection_suspected"
 
 def _mentions(text: str, names: Iterable[str]) -> list[str]:
     """The ``names`` that occur in ``text`` as whole words (not inside a longer name), in order of first occurrence."""
-    found: list[tuple[int, str]] = []
-    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, int, str]] = []  # (start, end, name): the first occurrence not inside a longer name's
     for name in sorted({n for n in names if n and n in text}, key=len, reverse=True):
-        for m in re.finditer(r"(?<![\w:/.-])" + re.escape(name) + r"(?![\w:/-]|\.\w)", text):
-            if any(a < m.end() and m.start() < b for a, b in taken):
-                continue
-            taken.append((m.start(), m.end()))
-            found.append((m.start(), name))
-            break
-    return [n for _, n in sorted(found)]
+        spans = re.finditer(r"(?<![\w:/.-])" + re.escape(name) + r"(?![\w:/-]|\.\w)", text)
+        m = next((m for m in spans if not any(a < m.end() and m.start() < b for a, b, _ in found)), None)
+        if m:
+            found.append((m.start(), m.end(), name))
+    return [n for _, _, n in sorted(found)]
 
 
 def answer_links(
