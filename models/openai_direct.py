@@ -191,7 +191,19 @@ class ChatOpenAIDirect(BaseChatModel):
         Returns:
             The body as a dict.
         """
-        return self._prepare(list(messages), None, dict(kwargs))
+        kwargs.pop("ls_structured_output_format", None)  # tracing metadata only, never sent
+        kwargs.pop("structured_output_format", None)
+        payload = self.request_payload(messages, **kwargs)
+        rf = payload.get("response_format")
+        if isinstance(rf, type) and issubclass(rf, BaseModel):
+            rf = payload["response_format"] = json_schema_format(rf)
+        if rf is not None:
+            payload["stream"] = False  # the openai SDK's parse() sends "stream": false with a response_format
+        if self._compat():
+            compat_payload(payload)
+            if isinstance(rf, dict) and self.json_object_only:
+                payload["response_format"] = json_object_format(rf) or rf
+        return payload
 
     def _compat(self) -> bool:
         official = "api.openai.com" in (self.openai_api_base or OFFICIAL_BASE).lower()
@@ -221,21 +233,6 @@ class ChatOpenAIDirect(BaseChatModel):
             return None, float(t[0]), float(t[-1])
         return 600.0, None, None
 
-    def _prepare(self, messages: Sequence[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict:
-        kwargs.pop("ls_structured_output_format", None)  # tracing metadata only, never sent
-        kwargs.pop("structured_output_format", None)
-        payload = self.request_payload(messages, stop=stop, **kwargs)
-        rf = payload.get("response_format")
-        if isinstance(rf, type) and issubclass(rf, BaseModel):
-            rf = payload["response_format"] = json_schema_format(rf)
-        if rf is not None:
-            payload["stream"] = False  # the openai SDK's parse() sends "stream": false with a response_format
-        if self._compat():
-            compat_payload(payload)
-            if isinstance(rf, dict) and self.json_object_only and json_object_format(rf) is not None:
-                payload["response_format"] = json_object_format(rf)
-        return payload
-
     def _finish(self, data: Any, rf: Any) -> ChatResult:
         result = chat_result(data, self.model_name)
         keep_separate_reasoning(data, result)
@@ -260,7 +257,7 @@ class ChatOpenAIDirect(BaseChatModel):
     async def _agenerate(
         self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
     ) -> ChatResult:
-        payload = self._prepare(messages, stop, kwargs)
+        payload = self.sent_payload(messages, stop=stop, **kwargs)
         url, headers = self.url_and_headers()
         try:
             data = await self._apost(url, headers, payload)
@@ -271,7 +268,7 @@ class ChatOpenAIDirect(BaseChatModel):
     def _generate(
         self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
     ) -> ChatResult:
-        payload = self._prepare(messages, stop, kwargs)
+        payload = self.sent_payload(messages, stop=stop, **kwargs)
         url, headers = self.url_and_headers()
         try:
             data = self._post(url, headers, payload)

@@ -277,15 +277,14 @@ async def ask_structured(
     """
     if schema is None and parse is None:
         raise ValueError("ask_structured needs a schema or a parse function")
-    a = _Asking(
-        model, schema, parse, as_given, list(messages) if as_given else _with_system(list(messages), system_note)
-    )
+    base = list(messages) if as_given else _with_system(list(messages), system_note)
+    reply: StructuredReply[T] = StructuredReply(model.name, None, mode="text" if parse is not None else "prompt")
+    a = _Asking(model, schema, parse, as_given, base, model, [], reply)
     if parse is None and native and not {"response_format", "tools"} & set(model.dropped or {}):
         got = native_structured(model, schema)  # type: ignore[arg-type]
         if got is not None:
-            a.caller, a.reply.mode = got
-    a.msgs = a.base if a.reply.mode != "prompt" else a.with_schema(a.base)
-    reply = a.reply
+            a.caller, reply.mode = got
+    a.msgs = a.base if reply.mode != "prompt" else a.with_schema(a.base)
     reply.prompt = a.sent()
     attempt = 0
     while attempt < max_attempts:
@@ -325,14 +324,9 @@ class _Asking:
     parse: Any
     as_given: bool
     base: list[BaseMessage]
-    caller: NamedModel = None  # type: ignore[assignment]
-    msgs: list[BaseMessage] = field(default_factory=list)
-    reply: StructuredReply = None  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        self.caller = self.model
-        mode: StructuredMode = "text" if self.parse is not None else "prompt"
-        self.reply = StructuredReply(model=self.model.name, parsed=None, mode=mode)
+    caller: NamedModel
+    msgs: list[BaseMessage]
+    reply: StructuredReply
 
     def native(self) -> bool:
         return self.reply.mode in ("json_schema", "function_calling")
