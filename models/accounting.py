@@ -122,17 +122,19 @@ def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> 
 
 
 @functools.lru_cache(maxsize=512)
-def _listed(model: str) -> tuple[str | None, str] | None:
-    """(provider id for genai-prices, model reference) of a model the library knows exactly, else None."""
+def _listed(model: str) -> tuple[str | None, str, bool] | None:
+    """(provider id for genai-prices, model reference, whether a batch price is listed) of a model the library knows
+    exactly, else None."""
     parsed = ModelRef.parse(model, strict=False)
     if parsed.offline:
         return None
     provider_id, ref = (parsed.provider, parsed.name) if parsed.provider else (None, model)
     try:
-        _calc(provider_id, ref, {"input": 1, "output": 1})
+        listed = getattr(_calc(provider_id, ref, {"input": 1, "output": 1}), "model", None)
     except LookupError:
         return None
-    return provider_id, ref
+    variants = getattr(listed, "price_variants", None) or ()
+    return provider_id, ref, any(getattr(v, "when", {}).get("processing") == "batch" for v in variants)
 
 
 def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int], *, batch: bool = False) -> Any:
@@ -173,14 +175,6 @@ BATCH_DISCOUNT = 0.5
 published rate of OpenAI's Batch API (platform.openai.com/docs/guides/batch) and Anthropic's Message Batches."""
 
 
-def _has_batch_price(listed: tuple[str | None, str]) -> bool:
-    """Whether genai-prices lists a batch price for the model."""
-    model = getattr(_calc(*listed, {"input": 1, "output": 1}), "model", None)
-    return any(
-        getattr(v, "when", {}).get("processing") == "batch" for v in getattr(model, "price_variants", None) or ()
-    )
-
-
 def price_call(
     model: str,
     usage: Mapping[str, int] | None,
@@ -206,10 +200,11 @@ def price_call(
         cost = usage.get("input", 0) * own[0] / 1e6 + usage.get("output", 0) * own[1] / 1e6
     elif (listed := _listed(model)) is None:
         return None
-    elif batch and _has_batch_price(listed):
-        return float(_calc(*listed, usage, batch=True).total_price)
     else:
-        cost = float(_calc(*listed, usage).total_price)
+        provider_id, ref, batch_price = listed
+        cost = float(_calc(provider_id, ref, usage, batch=batch and batch_price).total_price)
+        if batch_price:  # genai-prices' own batch price, or a call not batched
+            return cost
     return cost * BATCH_DISCOUNT if batch else cost
 
 
