@@ -248,12 +248,11 @@ class LabelEstimates:
         """One row per target model: model, n_labels, n_scored, judge/labels/ppi mean, low, high, note."""
         import pandas as pd
 
-        est = ("judge", "labels", "ppi")
         rows = [
             {"model": m.model, "n_labels": m.n_labels, "n_scored": m.n_scored}
             | {
                 f"{k}_{f}": getattr(getattr(m, k), f) if getattr(m, k) else None
-                for k in est
+                for k in ("judge", "labels", "ppi")
                 for f in ("mean", "low", "high")
             }
             | {"note": m.note}
@@ -289,8 +288,7 @@ def _agreements(
 
 
 def _model_estimate(model: str, scored: dict[str, float], given: dict[str, float], selection: str, alpha: float):
-    """The :class:`ModelEstimate` of one model (or of a paired difference) from its valid scores and its labels (item
-    -> mean label); ``ppi`` None below :data:`MIN_LABELS` labels."""
+    """The :class:`ModelEstimate` of a model or a paired difference from its valid scores and {item: mean label}."""
     labelled = {i: v for i, v in given.items() if i in scored}
     y = [labelled[i] for i in sorted(labelled)]
     yhat = [scored[i] for i in sorted(labelled)]

@@ -146,8 +146,7 @@ class ExactMatchMetric(Metric):
             parsers = ctx.judges_for(response.model) if self.use_parser else []
             if parsers:
                 parsed, ev = await parse_answer(parsers[0], extracted, ref)
-                evidence.append(ev)
-                judge_name = parsers[0].name
+                evidence, judge_name = [ev], parsers[0].name
         em = exact_match(ref, extracted, parsed)
         cands = [extracted] + ([parsed] if parsed is not None else [])
         emn = int(any(normalised_match(ref, c) for c in cands))
