@@ -65,11 +65,6 @@ def parser_example(answer: str) -> str:
     return NUMERIC_EXAMPLE
 
 
-def exact_match(answer: str, extracted: str, parsed: str | None = None) -> int:
-    """A.1 step 3: 1 if ``answer == extracted`` or ``answer == parsed`` (plain ``==``; None never equal), else 0."""
-    return int(answer == extracted or (parsed is not None and answer == parsed))
-
-
 PARSER_SYSTEM = """You convert text into a value that has exactly the format of an example value.
 
 Instructions:
@@ -147,7 +142,7 @@ class ExactMatchMetric(Metric):
             if parsers:
                 parsed, ev = await parse_answer(parsers[0], extracted, ref)
                 evidence, judge_name = [ev], parsers[0].name
-        em = exact_match(ref, extracted, parsed)
+        em = int(ref in (extracted, parsed))  # A.1 step 3: ref == extracted or ref == parsed (plain ==; None never)
         cands = [extracted] + ([parsed] if parsed is not None else [])
         emn = int(any(normalised_match(ref, c) for c in cands))
         details: dict[str, Any] = {"model_answer": extracted, "model_answer_after_llm_parser": parsed, "reference": ref}
