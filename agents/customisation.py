@@ -33,12 +33,6 @@ def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] 
     return next((s.name for s in specs if s.measures(quality)), None)
 
 
-def declared_primaries(items: list[Item]) -> set[str]:
-    """The primary metrics the items' benchmarks declare for their tasks."""
-    found = [(benchmark_registry.find(b), task) for b, task in dict.fromkeys((i.benchmark, i.task) for i in items)]
-    return {n for d, task in found if d is not None and (n := d.primary.get(task) or d.primary.get("*"))}
-
-
 # (quality, metric) pairs where the metric is a stand-in, not a measure of the quality itself: the plan and the
 # report's Answer say which metric was used instead, and why
 STAND_INS: dict[tuple[str, str], str] = {
@@ -174,7 +168,9 @@ def offline_metric_plan(
             )
             unmeasured.append(w)
     if not primary:
-        declared = declared_primaries(items)
+        # the primary metrics the items' benchmarks declare for their tasks
+        found = [(benchmark_registry.find(b), task) for b, task in dict.fromkeys((i.benchmark, i.task) for i in items)]
+        declared = {n for d, task in found if d is not None and (n := d.primary.get(task) or d.primary.get("*"))}
         prim = [s.name for s in specs if s.name in declared] or [s.name for s in specs if s.primary]
         primary = prim[0] if prim else (names[0] if names else "")
         reason.append(f"ranking by the benchmark's primary metric {primary}")
@@ -263,7 +259,7 @@ async def run_customisation(
     base = _add_asked(offline_metric_plan(request, items, metrics, offers), request, offers, options, tools)
     metrics = [*metrics, *(m for e, m in offers if e.name in base.added)]
     trace: dict[str, Any] = {}
-    docs, pdf_notes = read_named_pdfs(request, tools) if named_pdfs(request) else ([], [])
+    docs, pdf_notes = read_named_pdfs(request, tools)
     base.notes.extend(pdf_notes)
     if docs:
         trace["documents"] = [{k: v for k, v in d.items() if k != "text"} for d in docs]
