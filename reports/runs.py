@@ -184,14 +184,10 @@ def _cost(root: Path) -> tuple[float | None, str]:
     known = [float(c) for r in made if isinstance(c := r.get("cost"), (int, float)) and not isinstance(c, bool)]
     unpriced = sum(1 for r in made if r.get("cost") is None and not r.get("error"))
     interrupted = sum(1 for r in made if r.get("interrupted"))
-    notes = [count_phrase(len(made), "call")]
-    if unpriced:
-        notes.append(f"{unpriced} without a known price, not counted")
-    if interrupted:
-        notes.append(f"{interrupted} interrupted, cost unknown")
-    if not known:
-        return None, "; ".join(["no call had a known price", *notes[1:]]) if unpriced else "; ".join(notes)
-    return float(sum(known)), "; ".join(notes)
+    notes = ["no call had a known price" if unpriced and not known else count_phrase(len(made), "call")]
+    notes += [f"{unpriced} without a known price, not counted"] if unpriced else []
+    notes += [f"{interrupted} interrupted, cost unknown"] if interrupted else []
+    return (float(sum(known)) if known else None), "; ".join(notes)
 
 
 def _into_additions(root: Path) -> list[dict[str, Any]]:

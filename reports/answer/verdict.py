@@ -14,10 +14,8 @@ __all__ = ["focus_narrative", "separated_order", "separated_winner", "verdict_se
 
 
 def _ci_text(st: ModelStat) -> str:
-    if st.corpus and not has_ci(st.stats):
-        return " (a corpus-level value: no per-item CI)"
     if not has_ci(st.stats):
-        return " (no CI: fewer than 2 items)"
+        return " (a corpus-level value: no per-item CI)" if st.corpus else " (no CI: fewer than 2 items)"
     if no_variation(st.stats):
         return f" (no variation over {count_phrase(st.stats.n)}, so no CI)"
     return f" (95% CI {fmt2(st.stats.ci_low)} to {fmt2(st.stats.ci_high)})"
