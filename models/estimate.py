@@ -60,9 +60,7 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` (>= 0): the encoding's, else ``ceil(len(text) / 4)``."""
-        if self.encode is not None:
-            return len(self.encode(text))
-        return math.ceil(len(text) / 4)
+        return len(self.encode(text)) if self.encode is not None else math.ceil(len(text) / 4)
 
 
 @functools.lru_cache(maxsize=16)
@@ -110,8 +108,7 @@ def request_text(body: Mapping[str, Any]) -> str:
     """
     parts: list[str] = []
     for m in body.get("messages") or []:
-        parts.append(str(m.get("role", "")))
-        parts.append(_content_text(m.get("content")))
+        parts += [str(m.get("role", "")), _content_text(m.get("content"))]
         for tc in m.get("tool_calls") or []:
             fn = tc.get("function") or {}
             parts.append(f"{fn.get('name', '')} {fn.get('arguments', '')}")

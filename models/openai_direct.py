@@ -9,6 +9,7 @@ selects ``ChatOpenAI`` instead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import uuid
@@ -211,7 +212,6 @@ class ChatOpenAIDirect(BaseChatModel):
 
     def url_and_headers(self) -> tuple[str, dict[str, str]]:
         """The chat-completions URL and the request headers."""
-        base = (self.openai_api_base or OFFICIAL_BASE).rstrip("/")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = self.openai_api_key.get_secret_value() if self.openai_api_key is not None else None
         if key:
@@ -219,7 +219,7 @@ class ChatOpenAIDirect(BaseChatModel):
         if self.openai_organization:
             headers["OpenAI-Organization"] = self.openai_organization
         headers.update({str(k): str(v) for k, v in (self.default_headers or {}).items()})
-        url = f"{base}/chat/completions"
+        url = f"{(self.openai_api_base or OFFICIAL_BASE).rstrip('/')}/chat/completions"
         if self.default_query:
             url += "?" + urlencode({str(k): str(v) for k, v in self.default_query.items()})
         return url, headers
@@ -238,11 +238,8 @@ class ChatOpenAIDirect(BaseChatModel):
         keep_separate_reasoning(data, result)
         if isinstance(rf, dict) and rf.get("type") in ("json_schema", "json_object") and result.generations:
             msg = result.generations[0].message
-            if isinstance(msg.content, str) and msg.content.strip():
-                try:
-                    msg.additional_kwargs["parsed"] = json.loads(msg.content)
-                except ValueError:
-                    pass  # the structured-output parser reports the reply as unparsable
+            with contextlib.suppress(ValueError, TypeError):  # the structured-output parser reports it unparsable
+                msg.additional_kwargs["parsed"] = json.loads(msg.content)  # type: ignore[arg-type]
         return result
 
     def _fallback(self, payload: dict, err: OpenAIHTTPError) -> dict:

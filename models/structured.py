@@ -212,16 +212,14 @@ def sent_prompt(
     Returns:
         The prompt record.
     """
-    native = mode in ("json_schema", "function_calling")
-    kwargs = dict(bound or {}) if native else {}
+    kwargs = dict(bound or {}) if mode in ("json_schema", "function_calling") else {}
     build = getattr(chat, "sent_payload", None)
     if callable(build):
         body = build(list(messages), **kwargs)
         sent = [dict(m) for m in body.get("messages") or []]
     else:
         body = kwargs
-        msgs = convert_to_openai_messages(list(messages))
-        sent = [dict(m) for m in (msgs if isinstance(msgs, list) else [msgs])]
+        sent = [dict(m) for m in convert_to_openai_messages(list(messages))]
     fmt: dict[str, Any] | None = None
     choice: Any = None
     if mode == "json_schema" and isinstance(body.get("response_format"), dict):
