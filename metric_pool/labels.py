@@ -160,7 +160,7 @@ def sample_units(
         by_item.setdefault(s.item_id, set()).add(s.model)
     if selection == "random":
         shared = sorted(i for i, ms in by_item.items() if len(ms) == len(models))
-        rest = sorted(i for i in by_item if i not in set(shared))
+        rest = sorted(by_item.keys() - set(shared))
         rng = random.Random(seed)
         rng.shuffle(shared)
         rng.shuffle(rest)
