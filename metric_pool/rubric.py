@@ -279,7 +279,6 @@ class RubricMetric(Metric):
 
     Args:
         tool_budget: tool calls per judge for one score (``ctx.options["tool_budget"]`` overrides).
-        tools: the tools a judge may be offered.
         max_attempts: tries of each judge call.
     """
 
@@ -288,31 +287,18 @@ class RubricMetric(Metric):
         rubric: Rubric,
         *,
         tool_budget: int = DEFAULT_TOOL_BUDGET,
-        tools: Sequence[str] = JUDGE_TOOLS,
         max_attempts: int = 3,
     ):
         self.rubric = rubric
         self.specs = [rubric]
         self.tool_budget = tool_budget
-        self.tools = tuple(tools)
         self.max_attempts = max_attempts
-
-    def offered(self, ctx: ScoringContext) -> list[str]:
-        """The tools a judge of this rubric is offered.
-
-        Args:
-            ctx: the scoring context.
-
-        Returns:
-            The tools its criteria need that are among ``tools`` and in the run's tool pool.
-        """
-        have = {t.name for t in _offered_tools(ctx.tools, self.tools)}
-        return [t for t in self.rubric.tools_needed if t in have]
 
     async def _judge_one(self, judge: NamedModel, item: Item, response: Response, ctx: ScoringContext) -> _Verdict:
         schema = _judgement_schema(self.rubric)
         budget = int(ctx.options.get("tool_budget", self.tool_budget)) if ctx.options else self.tool_budget
-        tools = self.offered(ctx)
+        have = {t.name for t in _offered_tools(ctx.tools, JUDGE_TOOLS)}
+        tools = [t for t in self.rubric.tools_needed if t in have]  # the tools its criteria need that the pool has
         evidence: list[Evidence] = []
         note = ""
         msgs = judge_messages(self.rubric, item, response.text)
