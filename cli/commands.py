@@ -256,11 +256,9 @@ def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
         if k in given and k not in ("models", "judges", "added_judges")
     }
     base = read_config(d)
-    if is_trusted(base):  # the run's own settings are the user's (this machine started or confirmed the run)
-        for k, v in again.items():
-            setattr(merged, k, v)
-    else:  # what this invocation adds is the user's choice; the folder's settings are confirmed first
-        confirm_settings(merged, d, again, False, trust_flag=None)
+    # what this invocation adds is the user's choice; the folder's settings are confirmed first unless they are the
+    # user's own (this machine started or confirmed the run)
+    confirm_settings(merged, d, again, is_trusted(base), trust_flag=None)
     if not merged.dry_run:  # the grown run is the user's own too: resuming it here asks nothing
         remember(merged)
         if is_own_run(base):
