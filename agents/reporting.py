@@ -64,15 +64,6 @@ def adjacent_pair_tests(
     return [_pair_test(scores, metric, hi, lo, n_resamples, seed) for hi, lo in zip(ranked, ranked[1:])]
 
 
-def _leader_tests(
-    scores: list[Score], metric: str, groups: list[list[ModelStat]], *, n_resamples: int, seed: int
-) -> dict[str, dict[str, Any]]:
-    """``{model tied for second: pair_entry of the leader alone in first place against it}`` ({} otherwise)."""
-    if not (len(groups) > 1 and len(groups[0]) == 1 and len(groups[1]) > 1):
-        return {}
-    return {o.model: _pair_test(scores, metric, groups[0][0], o, n_resamples, seed) for o in groups[1]}
-
-
 def _sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[SgiRow] | None:
     """One SGI-Score row per target model (METRICS.md A.6), ``missing`` naming each missing term and why; None without
     SGI-Bench items."""
@@ -141,7 +132,9 @@ def add_statistics(ctx: ReportContext) -> ReportContext:
     n, seed = ctx.n_resamples, ctx.seed
     ctx.stats = order_stats(ranking_stats(of_spec, spec.name, models, n, seed), spec.higher_is_better)
     ctx.pairs = adjacent_pair_tests(of_spec, spec.name, ctx.ranked, n_resamples=n, seed=seed)
-    ctx.leader_tests = _leader_tests(of_spec, spec.name, ctx.groups, n_resamples=n, seed=seed)
+    groups, ctx.leader_tests = ctx.groups, {}
+    if len(groups) > 1 and len(groups[0]) == 1 and len(groups[1]) > 1:  # the leader alone vs each tied for second
+        ctx.leader_tests = {o.model: _pair_test(of_spec, spec.name, groups[0][0], o, n, seed) for o in groups[1]}
     # judge reliability of each judge or rubric metric that a panel of two or more judges scored
     judged = by_metric(with_added_judges(ctx.scores, ctx.added_scores))
     found = (
