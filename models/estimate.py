@@ -222,9 +222,7 @@ class RehearsalChat(BaseChatModel):
 
     def _record(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
         body: dict[str, Any] = {"model": self.label, "messages": [message_dict(m) for m in messages]}
-        for k in ("tools", "tool_choice", "response_format"):
-            if kwargs.get(k):
-                body[k] = kwargs[k]
+        body |= {k: kwargs[k] for k in ("tools", "tool_choice", "response_format") if kwargs.get(k)}
         rh: Rehearsal = self.rehearsal
         counter = rh.counter_for(self.label)
         n_in = request_tokens(body, counter)

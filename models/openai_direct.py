@@ -20,7 +20,7 @@ from typing import Any, AsyncIterator, Callable, Literal, Mapping, Sequence
 from langchain_core.callbacks import AsyncCallbackManager
 from langchain_core.globals import get_debug, get_llm_cache, get_verbose
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import LC_ID_PREFIX, AIMessage, BaseMessage
 from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.outputs import ChatResult
 from langchain_core.runnables import Runnable, ensure_config
@@ -28,12 +28,12 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from .openai_wire import (
+    REASONING_FIELDS,
     OpenAIHTTPError,
     chat_result,
     compat_payload,
     json_object_format,
     json_schema_format,
-    keep_separate_reasoning,
     message_dict,
     rejects_json_schema,
     reply_json,
@@ -110,9 +110,6 @@ def observed(chat: BaseChatModel, config: Any, kwargs: Mapping[str, Any]) -> boo
         c.get("callbacks"), None, False, c.get("tags"), chat.tags, c.get("metadata"), chat.metadata
     )
     return bool(manager.handlers)
-
-
-RUN_ID_PREFIX = "lc_run-"
 
 
 class ChatOpenAIDirect(BaseChatModel):
@@ -235,7 +232,10 @@ class ChatOpenAIDirect(BaseChatModel):
 
     def _finish(self, data: Any, rf: Any) -> ChatResult:
         result = chat_result(data, self.model_name)
-        keep_separate_reasoning(data, result)
+        first = (data["choices"][0].get("message") or {}) if result.generations else {}  # a dict: chat_result read it
+        text = [v for f in REASONING_FIELDS if isinstance(v := first.get(f), str) and v.strip()]
+        if text:  # the first choice's reasoning apart from its content (METRICS.md D.8)
+            result.generations[0].message.additional_kwargs["reasoning_content"] = text[0]
         if isinstance(rf, dict) and rf.get("type") in ("json_schema", "json_object") and result.generations:
             msg = result.generations[0].message
             with contextlib.suppress(ValueError, TypeError):  # the structured-output parser reports it unparsable
@@ -281,7 +281,7 @@ class ChatOpenAIDirect(BaseChatModel):
         gen = result.generations[0]
         msg = gen.message
         if msg.id is None:
-            msg.id = f"{RUN_ID_PREFIX}-{uuid.uuid4()}-0"
+            msg.id = f"{LC_ID_PREFIX}-{uuid.uuid4()}-0"
         meta = {**(gen.generation_info or {}), **msg.response_metadata}
         if len(result.generations) == 1 and result.llm_output is not None:
             meta = {**result.llm_output, **meta}

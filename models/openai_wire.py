@@ -367,11 +367,3 @@ def reply_json(status: int, headers: Any, raw: bytes, url: str) -> Any:
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Message fields in which OpenAI-compatible servers return a reasoning model's thinking apart from its content."""
-
-
-def keep_separate_reasoning(data: dict, result: ChatResult) -> None:
-    """Copy the first choice's reasoning text into ``additional_kwargs["reasoning_content"]`` (METRICS.md D.8)."""
-    msg = result.generations and data["choices"][0].get("message")  # chat_result read every choice as a dict
-    text = [v for f in REASONING_FIELDS if isinstance(msg, dict) and isinstance(v := msg.get(f), str) and v.strip()]
-    if text:
-        result.generations[0].message.additional_kwargs["reasoning_content"] = text[0]
