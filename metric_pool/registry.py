@@ -68,17 +68,6 @@ class MetricEntry:
         """Per-item specs, then corpus-level specs."""
         return [*self.specs, *self.corpus]
 
-    def covers(self, item_benchmark: str) -> bool:
-        """Whether items of ``item_benchmark`` are within this metric's scope.
-
-        Args:
-            item_benchmark: an ``Item.benchmark`` value.
-
-        Returns:
-            True for :data:`ALL`, the scope itself and names derived from it (``"jsonl:qa"``).
-        """
-        return self.scope == ALL or item_benchmark == self.scope or item_benchmark.startswith(self.scope + ":")
-
     def asked(self, request: str) -> list[str]:
         """The qualities of this metric that ``request`` names.
 
@@ -270,30 +259,20 @@ def find(key: MetricKey) -> MetricEntry | None:
     return _entries.get(tuple(key))  # type: ignore[arg-type]
 
 
-def applicable(
-    items: Iterable[Item], options: dict | None = None, *, predefined: bool | None = False
-) -> list[tuple[MetricEntry, Metric]]:
-    """The declared metrics that apply to at least one of ``items``, one Metric per covered item benchmark.
+def applicable(items: Iterable[Item], options: dict | None = None) -> list[tuple[MetricEntry, Metric]]:
+    """The declared metrics the agent may add (:data:`ALL`) that apply to at least one of ``items`` (a benchmark's
+    own metrics are built by ``sgieval.benchmarks.registry.predefined_metrics``).
 
     Args:
         items: the run's items.
         options: the run's metric options.
-        predefined: False: the metrics the agent may add (:data:`ALL`); True: benchmarks' metrics only; None: both.
 
     Returns:
         ``(entry, Metric)`` pairs.
     """
     items = list(items)
-    benches = list(dict.fromkeys(i.benchmark for i in items))
-    out = []
-    for e in entries():
-        if predefined is not None and e.predefined != predefined:
-            continue
-        for b in [ALL] if e.scope == ALL else [b for b in benches if e.covers(b)]:
-            m = e.build(options, None if b == ALL else b)  # a Scoped one applies to benchmark b's items only
-            if any(m.applies(i) for i in items):
-                out.append((e, m))
-    return out
+    built = [(e, e.build(options)) for e in entries() if not e.predefined]
+    return [(e, m) for e, m in built if any(m.applies(i) for i in items)]
 
 
 @dataclass
