@@ -232,7 +232,7 @@ async def _ray_shards(
     n = num_shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
     remote, fn_ref = ray.remote(_run_in_task), ray.put(fn)
     pending = [remote.remote(fn_ref, p) for p in shard(todo, n)]
-    total, done_units = len(todo) * len(targets), 0
+    total = len(todo) * len(targets)
     while pending:
         ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1)
         for ref in ready:
@@ -242,6 +242,5 @@ async def _ray_shards(
                 sharded[f] += len(part[f])
             if ledger is not None:
                 ledger.merge(part["ledger"])
-            done_units += len(part["responses"])
             if on_progress:
-                on_progress(min(done_units, total), total)
+                on_progress(min(sharded["responses"], total), total)
