@@ -477,17 +477,13 @@ def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tupl
     """
     out_dir = Path(out_dir)
     files: dict[str, Path] = {}
-    page = out_dir / "index.html"
-    if page.is_file() and not page.is_symlink():
-        files["index.html"] = page
     for r in runs:
         if r.viewer and r.status != "broken":
             prefix = Path(r.viewer).parent.as_posix()
             files.update({f"{prefix}/{rel}": p for rel, p in viewer_files(out_dir / prefix).items()})
-    for _title, href in comparisons:
-        p = out_dir / href
-        if p.is_file() and not p.is_symlink():
-            files[href] = p
+    for href in ["index.html", *(href for _title, href in comparisons)]:
+        if (out_dir / href).is_file() and not (out_dir / href).is_symlink():
+            files[href] = out_dir / href
     return files
 
 

@@ -74,14 +74,11 @@ def _reasoning(r: Response) -> str:
         if isinstance(v, str) and v.strip():
             return v
     recs = md.get("records")
-    if isinstance(recs, list):  # SciAidanBench stored answers of thinking models
-        parts = [
-            f"[{x.get('answer_num', k + 1)}] {x['thoughts']}"
-            for k, x in enumerate(recs)
-            if isinstance(x, dict) and isinstance(x.get("thoughts"), str) and x["thoughts"].strip()
-        ]
-        return "\n\n".join(parts)
-    return ""
+    return "\n\n".join(  # SciAidanBench stored answers of thinking models
+        f"[{x.get('answer_num', k + 1)}] {x['thoughts']}"
+        for k, x in enumerate(recs if isinstance(recs, list) else [])
+        if isinstance(x, dict) and isinstance(x.get("thoughts"), str) and x["thoughts"].strip()
+    )
 
 
 def build_viewer_data(
