@@ -38,8 +38,7 @@ class _Record(BaseModel):
 
 
 class _Repairable(_Record):
-    """A record whose strings' lone surrogates become U+FFFD; one with ``text_repaired`` flags it (written only when
-    set)."""
+    """A record whose lone surrogates become U+FFFD, flagged in ``text_repaired`` if it has one (written when set)."""
 
     @model_serializer(mode="wrap")
     def _drop_unset_flag(self, handler: Any) -> Any:

@@ -123,8 +123,7 @@ def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> 
 
 @functools.lru_cache(maxsize=512)
 def _listed(model: str) -> tuple[str | None, str, bool] | None:
-    """(provider id for genai-prices, model reference, whether a batch price is listed) of a model the library knows
-    exactly, else None."""
+    """(genai-prices provider id, model reference, batch price listed) of a model it knows exactly, else None."""
     parsed = ModelRef.parse(model, strict=False)
     if parsed.offline:
         return None
