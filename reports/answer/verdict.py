@@ -107,8 +107,7 @@ def _not_separated_text(tests: list[tuple[ModelStat, dict[str, Any] | None]], co
 def _leader_tests(
     groups: list[list[ModelStat]], pairs: list[dict[str, Any]], leader_tests: dict[str, dict[str, Any]] | None
 ) -> tuple[list[str], str]:
-    """For a leader alone in first place: clauses for the second-place models the paired test does not separate it
-    from, and whom it is separated from."""
+    """(clauses on the second-place models the test does not separate a lone leader from, whom it separates it from)."""
     best, second = groups[0][0], groups[1]
     by_pair = {(p.get("a"), p.get("b")): p for p in pairs}
     tests = [(s, (leader_tests or {}).get(s.model) or by_pair.get((best.model, s.model))) for s in second]
