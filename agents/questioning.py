@@ -14,9 +14,10 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from ..benchmarks import registry as benchmark_registry
-from ..benchmarks import FACETS, Catalog
+from ..benchmarks import FACETS, Catalog, how_to_get
 from ..core import InputError, Item, ModelCallError
 from .asking import ask_agent
+from .customisation import detect_qualities, unrecognised_qualities
 from .question_kind import KINDS, agent_kind, classify
 from .request_reading import UnclearRequest as UnclearRequest, request_unclear, understand_request
 from ..metric_pool import parse_json_object
@@ -57,7 +58,6 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
     text = request or ""
     filters: dict[str, list[str]] = {}
     matched: dict[str, str] = {}
-    reasons: list[str] = []
     cat_disc = {v.lower(): v for v in catalog.values("discipline")}
     cat_dir = {v.lower(): v for v in catalog.values("direction")}
     vocab = benchmark_registry.vocabulary()
@@ -80,14 +80,11 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
         if m:
             k = int(m.group(1) or m.group(2))
             matched[m.group(0)] = f"k={k}"
-    if matched:
-        reasons.append("request terms mapped to facets: " + "; ".join(f"'{t}' -> {f}" for t, f in matched.items()))
-    else:
-        reasons.append(
-            f"{'no facet named in the request' if text.strip() else 'no request'}: every item of the loaded catalog"
-        )
+    mapped = "; ".join(f"'{t}' -> {f}" for t, f in matched.items())
+    nothing = "no facet named in the request" if text.strip() else "no request"
+    reason = f"request terms mapped to facets: {mapped}" if matched else f"{nothing}: every item of the loaded catalog"
     filters = {f: list(dict.fromkeys(v)) for f, v in filters.items()}
-    return SelectionPlan(filters=filters, k=k, seed=seed, reason=". ".join(reasons), matched_terms=matched)
+    return SelectionPlan(filters=filters, k=k, seed=seed, reason=reason, matched_terms=matched)
 
 
 TASK_BENCHMARK = {
@@ -111,8 +108,6 @@ def _instead_request(request: str, plan: SelectionPlan) -> str:
 
 def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") -> InputError | None:
     """The error for a plan whose tasks' benchmark is not loaded (how to get it, an alternative), or None."""
-    from ..benchmarks import how_to_get
-
     tasks = plan.filters.get("task") or []
     loaded = set(catalog.values("task"))
     absent = [t for t in tasks if t not in loaded and TASK_BENCHMARK.get(t) in catalog.unavailable]
@@ -123,8 +118,6 @@ def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") 
     what = " and ".join(t.replace("_", "-") for t in absent)
     fix = how_to_get(bench)
     if "sciaidanbench" in {i.benchmark for i in catalog.items}:
-        from .customisation import detect_qualities, unrecognised_qualities
-
         qualities = detect_qualities(request) + unrecognised_qualities(request)
         if qualities:
             alt = _instead_request(request, plan)

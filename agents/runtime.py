@@ -19,7 +19,7 @@ from ..core import DRY_EXPERIMENT, ENV_NAMES, InputError, Item, ModelRef, RunCon
 from ..core import SecretValues, Settings, SgievalError, get_logger, load_settings, redact_url, run_logging, url_secrets
 from ..core import use_settings
 from ..core import option_names as run_option_names
-from ..models import CallContext, Ledger, NamedModel, Prices, Role, call_context, current_call_context, load_prices
+from ..models import CallContext, Ledger, NamedModel, Prices, Role, call_context, current_call_context
 from ..models import model_secrets, price_table, resolve_model, sampling_for_role, unpriced_models
 from .request_models import check_named_models, model_mentions
 from .stored_responses import resolve_run_model, stored_models
@@ -33,7 +33,7 @@ Update = dict[str, Any]  # the state keys a step sets
 @dataclass
 class RunContext:
     """One run's context, handed to every agent step (LangGraph's ``context``): what the steps use that is not graph
-    state; ``ledger``, ``settings``, ``calls`` and ``prices`` are made current by :func:`run_scope` for the run only."""
+    state; ``ledger``, ``settings`` and ``calls`` are made current by :func:`run_scope` for the run only."""
 
     config: RunConfig
     store: RunStore
@@ -49,7 +49,6 @@ class RunContext:
     ledger: Ledger | None = None
     settings: Any = None
     calls: CallContext | None = None
-    prices: Any = None
     resolved_targets: dict[tuple[str, ...], list[NamedModel]] = field(default_factory=dict, repr=False)  # by item ids
     matched_replays: set[tuple[str, ...]] = field(default_factory=set, repr=False)
     # RunConfig field -> the option's name in errors and reports: ask flags, or evaluate keywords from the API
@@ -317,12 +316,8 @@ def record_sampling(rt: RunContext) -> None:
 
 
 def run_prices(rt: RunContext) -> Prices:
-    """The run's prices (USD per 1M input, output tokens): process-wide, then ``rt.prices``, then ``--price`` (wins)."""
-    table = price_table()
-    if rt.prices is not None:
-        table.update(load_prices(rt.prices))
-    table.update(rt.config.price_table())
-    return table
+    """The run's prices (USD per 1M input, output tokens): process-wide, then ``--price`` (wins)."""
+    return {**price_table(), **rt.config.price_table()}
 
 
 def _check_budget_prices(rt: RunContext) -> None:

@@ -156,7 +156,7 @@ class RunStore:
             with suppress(FileExistsError):
                 os.mkdir(self.root / "figures")
             for name in (*self.FILES, *self.JOURNALS):
-                self._repair(self.root, self.path(name))
+                self._repair(name)
         self._files: dict[str, BinaryIO] = {}
         self._records: dict[str, tuple[int, list[Any]]] = {}  # name -> (file size seen, its records)
         self.invocation: str | None = None
@@ -197,10 +197,10 @@ class RunStore:
             ) from None
         return data[: data.rfind(b"\n") + 1]
 
-    @staticmethod
-    def _repair(root: Path, p: Path) -> None:
+    def _repair(self, name: str) -> None:
+        """Truncate ``name``.jsonl after its last newline (a torn last line)."""
         try:
-            f = open_update_in(root, p)
+            f = open_update_in(self.root, self.path(name))
         except FileNotFoundError:
             return
         with f:
@@ -252,13 +252,10 @@ class RunStore:
                     records[i] = type(records[i]).model_validate_json(lines[i])
         data = "".join(line + "\n" for line in lines).encode("utf-8")
         end = self._write(name, data)
-        known = self._records.get(name)
-        if known is not None:
-            if known[0] + len(data) == end:  # nobody else wrote in between: the kept records stay exact
-                known[1].extend(records)  # in place: read() hands out copies only
-                self._records[name] = (end, known[1])
-            else:
-                del self._records[name]
+        known = self._records.pop(name, None)
+        if known is not None and known[0] + len(data) == end:  # nobody else wrote in between: they stay exact
+            known[1].extend(records)  # in place: read() hands out copies only
+            self._records[name] = (end, known[1])
 
     def _keep_prompts(self, scores: Sequence[BaseModel]) -> None:
         """Append to ``prompts.jsonl`` each prompt of the scores' evidence whose hash it does not hold yet."""
