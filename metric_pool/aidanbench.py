@@ -4,6 +4,7 @@ B.6, B.7, C.7, D.6, D.15), and the B.5 stop rule.  Each spec's description gives
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import suppress
 from typing import Any, Callable, Sequence
 
 from ..core import CORPUS, OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec, Response, Score
@@ -405,26 +406,21 @@ class AnswerCountMetrics(Metric):
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
         """The pooled means (D.6, D.15) and the leaderboard total (B.6) of each model."""
-        by_model: dict[str, list[Response]] = defaultdict(list)
+        got: dict[str, list[list[tuple[str, list[dict[str, Any]]]]]] = defaultdict(list)
         failed: dict[str, int] = defaultdict(int)
         for r in responses:
             if r.item_id not in items or items[r.item_id].task != OPEN_CREATIVITY:
                 continue
-            if r.ok and isinstance(r.metadata.get("records"), list):
-                by_model[r.model].append(r)
-            else:
-                failed[r.model] += 1
+            with suppress(ValueError, TypeError):  # stored lists that do not match the records count as failed
+                if r.ok and isinstance(r.metadata.get("records"), list):
+                    got[r.model].append(answer_lists(r.metadata))
+                    continue
+            failed[r.model] += 1
         out: list[Score] = []
         for model in dict.fromkeys([r.model for r in responses if r.item_id in items]):
-            got: list[list[tuple[str, list[dict[str, Any]]]]] = []
-            for r in by_model.get(model, []):
-                try:
-                    got.append(answer_lists(r.metadata))
-                except (ValueError, TypeError):
-                    failed[model] += 1
-            if got or failed.get(model):  # else no open-creativity item for this model
-                out += [_pooled(model, got, failed.get(model, 0), *p) for p in _POOLED]
-                out.append(_leaderboard_total(model, got, failed.get(model, 0)))
+            if got[model] or failed[model]:  # else no open-creativity item for this model
+                out += [_pooled(model, got[model], failed[model], *p) for p in _POOLED]
+                out.append(_leaderboard_total(model, got[model], failed[model]))
         return out
 
 

@@ -149,7 +149,7 @@ def parse_feasibility_reply(text: str) -> tuple[int, str]:
     em = list(_EXPLANATION_LINE.finditer(text))
     if em:
         expl = text[em[-1].end() :]
-        expl = _SCORE_LINE.sub("", expl) if _SCORE_LINE.search(expl) else expl
+        expl = _SCORE_LINE.sub("", expl)
     else:
         line_end = text.find("\n", m.end())
         expl = text[: m.start()] + ("" if line_end < 0 else text[line_end:])
@@ -234,7 +234,7 @@ class SFBenchLikert(Metric):
                 out += _not_run(model, self.corpus_specs, "no parsed SFBench predictions for this model")
                 continue
             gold, pred = zip(*pp)
-            cm = [[sum(1 for g, p in pp if (g, p) == (a, b)) for b in LABELS] for a in LABELS]
+            cm = [[pp.count((a, b)) for b in LABELS] for a in LABELS]
             details = {"n": len(pp), "labels": LABELS, "confusion_matrix": cm}
             details["confusion_matrix_axes"] = "rows gold -2..2, columns predicted -2..2"
             k = quadratic_kappa(gold, pred)
@@ -243,9 +243,9 @@ class SFBenchLikert(Metric):
                 out.append(_corpus_score(model, QWK, None, "", undefined, status="not_run", error=KAPPA_UNDEFINED))
             else:
                 out.append(_corpus_score(model, QWK, k, f"quadratic weighted kappa over {len(pp)} claims", details))
-            acc = sum(g == p for g, p in pp) / len(pp)
+            exact = sum(g == p for g, p in pp)
             mae = sum(abs(g - p) for g, p in pp) / len(pp)
-            out.append(_corpus_score(model, ACCURACY, acc, f"{sum(g == p for g, p in pp)} of {len(pp)} exact", details))
+            out.append(_corpus_score(model, ACCURACY, exact / len(pp), f"{exact} of {len(pp)} exact", details))
             out.append(_corpus_score(model, MAE, mae, f"mean |pred - gold| over {len(pp)} claims", details))
         return out
 
