@@ -88,11 +88,8 @@ def _plain(v: Any) -> Any:
         return {k: x for k, x in items if x is not _DROP}
     if isinstance(v, (list, tuple)):
         return [x for x in (_plain(y) for y in v) if x is not _DROP]
-    if hasattr(v, "model_dump"):
-        try:
-            return _plain(v.model_dump())
-        except Exception:  # noqa: BLE001
-            return _DROP
+    with contextlib.suppress(Exception):  # no model_dump, or one that fails: dropped
+        return _plain(v.model_dump())
     return _DROP
 
 
