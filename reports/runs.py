@@ -196,19 +196,18 @@ def _into_additions(root: Path) -> list[dict[str, Any]]:
     before: list[str] = []
     judges_before: list[str] = []
     metric = ""
-    made: dict[str, list[str]] | None = None
-    for row in _rows(root, "invocations.jsonl"):
+    invocations = _rows(root, "invocations.jsonl")
+    made: dict[str, list[str]] = {}  # invocation id -> the target models it answered (read only for an --into)
+    for r in _rows(root, "responses.jsonl") if any(row.get("kind") == "into" for row in invocations) else []:
+        inv, model = r.get("invocation"), r.get("model")
+        if isinstance(inv, str) and isinstance(model, str) and model not in made.setdefault(inv, []):
+            made[inv].append(model)
+    for row in invocations:
         opts = row["options"] if isinstance(row.get("options"), dict) else {}
         models = [str(m) for m in opts.get("models") or [] if isinstance(m, str)]
         new_metric = str(opts.get("metric") or "")
         judges = [str(j) for j in opts.get("added_judges") or [] if isinstance(j, str)]
         if row.get("kind") == "into":
-            if made is None:
-                made = {}
-                for r in _rows(root, "responses.jsonl"):
-                    inv, model = r.get("invocation"), r.get("model")
-                    if isinstance(inv, str) and isinstance(model, str) and model not in made.setdefault(inv, []):
-                        made[inv].append(model)
             added = made.get(str(row.get("id", ""))) or [m for m in models if m not in before]
             out.append(
                 {
