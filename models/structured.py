@@ -162,8 +162,7 @@ def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[Named
 def _native_text(out: Any, mode: StructuredMode) -> str:
     """The JSON text of a native reply: the content, or the raw arguments of the forced tool call."""
     if mode == "function_calling":
-        raw_calls = (getattr(out, "additional_kwargs", None) or {}).get("tool_calls") or []
-        for rc in raw_calls:
+        for rc in (getattr(out, "additional_kwargs", None) or {}).get("tool_calls") or []:
             args = (rc.get("function") or {}).get("arguments") if isinstance(rc, dict) else None
             if isinstance(args, str) and args.strip():
                 return args
