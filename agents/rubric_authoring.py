@@ -230,56 +230,38 @@ CANCEL_RE = re.compile(r"^\s*(?:cancel|quit|exit|abort|q)\s*[.!]*\s*$", re.I)
 _FACTORS = {"double": 2.0, "twice": 2.0, "triple": 3.0, "thrice": 3.0, "half": 0.5, "halve": 0.5}
 _NUM = r"(\d+(?:\.\d+)?)"
 _REVISIONS: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "add",
-        re.compile(
+    (kind, re.compile(pattern, re.I))
+    for kind, pattern in [
+        (
+            "add",
             r"^add\s+(?:an?\s+)?(?:new\s+)?(?:criterion|criteria)\s+"
             r"(?:(?:about|for|on|covering|named|called)\s+)?"
             r"(?:[\"'\u201c\u2018](?P<q>[^\"'\u201d\u2019]+)[\"'\u201d\u2019]|(?P<c>[^:\"'(]+?))"
             rf"(?:\s*,?\s*\(?\s*(?:with\s+)?(?:an?\s+)?weight(?:ed)?\s*(?:of|=|:|at)?\s*(?P<w>{_NUM})\s*\)?)?"
             r"(?:\s*[:\-=]\s*(?P<d>.+))?$",
-            re.I,
         ),
-    ),
-    (
-        "factor",
-        re.compile(
+        (
+            "factor",
             rf"^(?:weigh|weight|count|make)\s+(?:the\s+)?(?P<c>.+?)\s+(?:count\s+)?(?:as\s+)?"
             rf"(?P<f>double|twice|triple|thrice|half|x\s*{_NUM}|{_NUM}\s*x|{_NUM}\s+times)(?:\s+as much)?$",
-            re.I,
         ),
-    ),
-    (
-        "factor",
-        re.compile(
+        (
+            "factor",
             r"^(?P<f>double|triple|halve)\s+(?:the\s+)?(?:weight\s+(?:of|for)\s+)?(?:the\s+)?(?P<c>.+?)"
             r"(?:'s)?(?:\s+weight)?$",
-            re.I,
         ),
-    ),
-    (
-        "factor",
-        re.compile(r"^(?P<c>.+?)\s+(?:counts?|weighs?|weighted)\s+(?P<f>double|twice|triple|thrice|half)$", re.I),
-    ),
-    (
-        "set",
-        re.compile(
+        ("factor", r"^(?P<c>.+?)\s+(?:counts?|weighs?|weighted)\s+(?P<f>double|twice|triple|thrice|half)$"),
+        (
+            "set",
             rf"^(?:set\s+|give\s+)?(?:the\s+)?weight\s+(?:of|for)\s+(?:the\s+)?(?P<c>.+?)\s*(?:to|=|:|at)\s*(?P<w>{_NUM})$",
-            re.I,
         ),
-    ),
-    (
-        "set",
-        re.compile(
+        (
+            "set",
             rf"^(?:set\s+|give\s+)?(?:the\s+)?(?P<c>.+?)(?:'s)?\s+(?:a\s+)?weight\s*(?:to|=|:|of|at)?\s*(?P<w>{_NUM})$",
-            re.I,
         ),
-    ),
-    ("drop", re.compile(r"^(?:drop|remove|delete)\s+(?:the\s+)?(?:criterion\s+)?(?P<c>.+?)(?:\s+criterion)?$", re.I)),
-    (
-        "rename",
-        re.compile(r"^(?:rename|call|name)\s+(?:it|the metric|the rubric|this)?\s*(?:to|as)?\s+(?P<n>[\w\- ]+)$", re.I),
-    ),
+        ("drop", r"^(?:drop|remove|delete)\s+(?:the\s+)?(?:criterion\s+)?(?P<c>.+?)(?:\s+criterion)?$"),
+        ("rename", r"^(?:rename|call|name)\s+(?:it|the metric|the rubric|this)?\s*(?:to|as)?\s+(?P<n>[\w\- ]+)$"),
+    ]
 ]
 
 

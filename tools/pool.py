@@ -123,15 +123,13 @@ def summarize_output(output: Any) -> str:
 
 
 def _clip_input(kwargs: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in kwargs.items():
-        if isinstance(v, str):
-            out[k] = _clip(v, INPUT_STR_CHARS)
-        elif isinstance(v, dict):
-            out[k] = {kk: _clip(vv, 500) if isinstance(vv, str) else vv for kk, vv in v.items()}
-        else:
-            out[k] = v
-    return out
+    def clip(v: Any, n: int) -> Any:
+        return _clip(v, n) if isinstance(v, str) else v
+
+    return {
+        k: {kk: clip(vv, 500) for kk, vv in v.items()} if isinstance(v, dict) else clip(v, INPUT_STR_CHARS)
+        for k, v in kwargs.items()
+    }
 
 
 class ToolPool:
@@ -165,7 +163,6 @@ class ToolPool:
         sandbox: Sandbox | str | None = None,
         unsafe_local_exec: bool = False,
         search_backend: str = "auto",
-        sandbox_limits: dict[str, Any] | None = None,
     ) -> "ToolPool":
         """A tool pool with the tools named.
 
@@ -177,7 +174,6 @@ class ToolPool:
             sandbox: a Sandbox, or a backend name for :func:`~sgieval.tools.sandbox.get_sandbox` (default ``auto``).
             unsafe_local_exec: allow the plain-subprocess sandbox when bubblewrap cannot start.
             search_backend: ``auto``, ``ddgs`` or ``bm25``.
-            sandbox_limits: :class:`SandboxLimits` fields.
 
         Returns:
             The pool.
@@ -213,7 +209,7 @@ class ToolPool:
             sbx = python = (
                 sandbox
                 if sandbox is not None and not isinstance(sandbox, str)
-                else get_sandbox(sandbox or "auto", unsafe_local_exec=unsafe_local_exec, **(sandbox_limits or {}))
+                else get_sandbox(sandbox or "auto", unsafe_local_exec=unsafe_local_exec)
             )
             fns["run_python"] = lambda code, files, timeout_s, output_files: python.run(
                 code, files=files or None, timeout_s=timeout_s, output_files=output_files or None
