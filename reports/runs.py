@@ -455,11 +455,11 @@ def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
     """
     out = []
     for d in _entries(Path(out_dir)):
-        if not d.name.startswith(COMPARE_PREFIX) or d.is_symlink() or not d.is_dir(follow_symlinks=False):
+        if not d.name.startswith(COMPARE_PREFIX) or not d.is_dir(follow_symlinks=False):  # a link is no folder here
             continue
         page = Path(d.path) / "index.html"
         if page.is_file() and not page.is_symlink():
-            out.append((d.name[len(COMPARE_PREFIX) :], f"{d.name}/index.html"))
+            out.append((d.name.removeprefix(COMPARE_PREFIX), f"{d.name}/index.html"))
     return out
 
 
