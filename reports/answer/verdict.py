@@ -83,7 +83,7 @@ def focus_narrative(
     if parts:
         text += (
             " By the paired tests it is "
-            + (" and ".join(parts) if len(parts) < 3 else ", ".join(parts))
+            + " and ".join(parts)  # at most two: the adjacent pairs above and below it
             + ("; so its rank is not established." if separated and not any(separated) else ".")
         )
     return text
