@@ -170,7 +170,6 @@ def _clean_plan(plan: SelectionPlan, catalog: Catalog, agent: NamedModel, k: int
             notes.append(f"dropped unknown facet {facet!r}")
             continue
         known = {v.lower(): v for v in catalog.values(facet)}
-        vals = [vals] if isinstance(vals, str) else list(vals or [])
         kept = list(dict.fromkeys(known[v.lower()] for v in vals if v.lower() in known))
         dropped = [v for v in vals if v.lower() not in known]
         if dropped:

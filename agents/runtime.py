@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from pydantic import ValidationError
-
 from ..benchmarks import Catalog, load_catalog
 from ..core import DRY_EXPERIMENT, ENV_NAMES, InputError, Item, ModelRef, RunConfig, RunStore, SandboxUnavailableError
 from ..core import SecretValues, Settings, SgievalError, get_logger, load_settings, redact_url, run_logging, url_secrets
@@ -101,7 +99,7 @@ def _recorded_settings(shown: Mapping[str, Any] | None) -> Any:
     keys = {k: "set" if v == "set" else None for k, v in values.items() if k.lower().endswith("_api_key")}
     try:
         return Settings(**{**values, **keys})
-    except (ValidationError, TypeError, ValueError):
+    except (TypeError, ValueError):  # a pydantic ValidationError is a ValueError
         return None
 
 

@@ -227,22 +227,15 @@ def find_links(root: str | Path) -> list[str]:
     Returns:
         Relative paths with ``/``, sorted; ``[]`` when ``root`` does not exist.
     """
+
+    def unreadable(e: OSError) -> None:
+        if not isinstance(e, (FileNotFoundError, NotADirectoryError)):
+            raise e
+
     out: list[str] = []
-
-    def walk(d: str, rel: str) -> None:
-        try:
-            it = os.scandir(d)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        with it:
-            for e in it:
-                r = f"{rel}{e.name}"
-                if e.is_symlink():
-                    out.append(r)
-                elif e.is_dir(follow_symlinks=False):
-                    walk(e.path, r + "/")
-
-    walk(str(root), "")
+    for d, dirs, files in os.walk(root, onerror=unreadable):  # a link to a folder is listed, not entered
+        rel = PurePath(d).relative_to(root)
+        out += [(rel / n).as_posix() for n in [*dirs, *files] if os.path.islink(os.path.join(d, n))]
     return sorted(out)
 
 
