@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import MetricSpec, ModelRef, Score, call_in_worker, same_model
-from .stats import sign_flip_p, summarize, unit_resamples
+from .stats import paired_test, summarize, unit_resamples
 
 ALPHA_RELIABLE = 0.800
 ALPHA_TENTATIVE = 0.667
@@ -104,8 +104,6 @@ def alpha_ci(
     """Percentile bootstrap CI of :func:`alpha` over units (columns); (NaN, NaN) when undefined."""
     m = np.asarray(matrix, dtype=float)
     m = m[:, np.sum(~np.isnan(m), axis=0) >= 2]
-    if m.shape[1] < 2:
-        return math.nan, math.nan
     stats = unit_resamples(lambda idx: alpha(m[:, idx], level), m.shape[1], n_resamples=n_resamples, seed=seed)
     if not stats:
         return math.nan, math.nan
@@ -118,10 +116,10 @@ def _no_variation(lo: float, hi: float) -> bool:
     return math.isfinite(lo) and math.isfinite(hi) and math.isclose(lo, hi, rel_tol=0.0, abs_tol=1e-12)
 
 
-def _ci_cell(lo: float, hi: float, n: int, unit: str = "units") -> str:
+def _ci_cell(lo: float, hi: float, n: int) -> str:
     """A CI as the report prints it."""
     if _no_variation(lo, hi):
-        return f"no variation over {n} {unit}"
+        return f"no variation over {n} units"
     return f"{_f(lo)} to {_f(hi)}"
 
 
@@ -289,8 +287,12 @@ def _self_preferences(units: dict, keys: list, judges: list[str], seed: int, n_r
         ]
         if diffs:
             mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
-            if _no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
-                sig = bool(mean) and sign_flip_p(diffs, n_resamples=n_resamples, seed=seed) < 0.05
+            if _no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test (diffs vs 0) does
+                flips = {str(n): d for n, d in enumerate(diffs)}
+                sig = (
+                    bool(mean)
+                    and paired_test(flips, dict.fromkeys(flips, 0.0), n_resamples=n_resamples, seed=seed).p_value < 0.05
+                )
             else:
                 sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
             out.append(SelfPreference(j, t, ModelRef.parse(t).identity, mean, lo, hi, len(diffs), sig))
@@ -452,13 +454,8 @@ def _retest_sentence(rel: Reliability) -> str:
     for j, a in rel.retest.items():
         lo, hi = rel.retest_ci.get(j, (math.nan, math.nan))
         n_units, k = rel.retest_units.get(j, (0, 0))
-        ci = (
-            f" (no variation over {n_units} units)"
-            if _no_variation(lo, hi)
-            else f" (95% CI {lo:.2f} to {hi:.2f})"
-            if math.isfinite(lo) and math.isfinite(hi)
-            else ""
-        )
+        finite = math.isfinite(lo) and math.isfinite(hi)
+        ci = f" ({'' if _no_variation(lo, hi) else '95% CI '}{_ci_cell(lo, hi, n_units)})" if finite else ""
         parts.append(f"{j} {_f(a)}{ci} over {k} repeats, {_read(a, lo, hi)}")
     return (
         f"Test-retest agreement on {rel.metric} (Krippendorff's alpha between a judge's repeats; Krippendorff "

@@ -187,20 +187,6 @@ def paired_test(
     return PairedResult(n, float(x.mean()), float(y.mean()), mean_diff, lo, hi, min(1.0, p), method, ci_note)
 
 
-def sign_flip_p(diffs: Sequence[float], *, n_resamples: int = 10000, seed: int = 0) -> float:
-    """Two-sided p of the sign-flip test that the mean of ``diffs`` is 0.
-
-    Args:
-        diffs: paired differences (finite).
-        n_resamples: resamples.
-
-    Returns:
-        p in (0, 1].
-    """
-    a = {str(k): float(d) for k, d in enumerate(diffs)}
-    return float(paired_test(a, {k: 0.0 for k in a}, n_resamples=n_resamples, seed=seed).p_value)
-
-
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment (Holm 1979, Scand. J. Statist. 6:65-70): the i-th smallest of m p-values becomes
     max over j <= i of min(1, (m - j + 1) p_(j)); controls the family-wise error rate.

@@ -146,11 +146,9 @@ def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelSta
     Returns:
         The ordered list.
     """
-    have = sorted(
-        (s for s in stats if s.summary is not None),
-        key=lambda s: (s.stats.mean * (-1 if higher_is_better else 1), s.model),
-    )
-    return have + [s for s in stats if s.summary is None]
+    have = {s.model: s for s in stats if s.summary is not None}
+    order = ordered_by_mean({m: s.stats.mean for m, s in have.items()}, higher_is_better)
+    return [have[m] for m in order] + [s for s in stats if s.summary is None]
 
 
 def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[list[ModelStat]]:
