@@ -378,9 +378,5 @@ def _report_figures(run_dir: Path) -> dict[str, bytes]:
         names = sorted(e.name for e in os.scandir(folder) if _FIGURE_NAME.fullmatch(e.name))
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    out = {}
-    for name in names:
-        data = read_bytes_in(run_dir, folder / name, single_link=True)
-        if data.startswith(PNG_SIGNATURE):
-            out[name] = data
-    return out
+    files = {name: read_bytes_in(run_dir, folder / name, single_link=True) for name in names}
+    return {name: data for name, data in files.items() if data.startswith(PNG_SIGNATURE)}
