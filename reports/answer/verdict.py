@@ -53,8 +53,7 @@ def focus_narrative(
         f"{q}**{focus}** scores a mean of {fmt2(me.stats.mean)} per item by {spec.name} (scale "
         f"{spec.scale_label}) on {count_phrase(me.stats.n)}{where}{_ci_text(me)}{total}."
     )
-    others = [s for s in ranked if s.model != focus]
-    if not others:
+    if len(ranked) == 1:
         return text + " No other model was evaluated, so this is an absolute score, not a ranking."
     k = next((k for k, g in enumerate(groups) if me in g), len(groups))
     mine, pos = groups[k] if k < len(groups) else [me], 1 + sum(map(len, groups[:k]))
