@@ -227,8 +227,8 @@ async def _ray_shards(
     ledger = current_ledger()
     prices = ledger.prices if ledger is not None else None
     use_cache = current_call_context().use_cache
+    ray = ensure_ray()  # first: packing the models needs Ray's cloudpickle
     fn = partial(_evaluate_shard, pack_models(targets), list(metrics), ctx, max_parallel, existing, use_cache, prices)
-    ray = ensure_ray()
     n = num_shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
     remote, fn_ref = ray.remote(_run_in_task), ray.put(fn)
     pending = [remote.remote(fn_ref, p) for p in shard(todo, n)]

@@ -66,3 +66,25 @@ def test_local_instance_is_not_retried(monkeypatch):
     with pytest.raises(ConnectionAbortedError):
         executors.ensure_ray(num_cpus=2)
     assert calls == [{"num_cpus": 2, "include_dashboard": False, "ignore_reinit_error": True, "log_to_driver": False}]
+
+
+async def test_ray_missing_is_the_needs_ray_error_before_any_model_is_packed(monkeypatch, tmp_path):
+    # a live target (its chat model is packed with ray's cloudpickle): without Ray the user gets the InputError
+    # that names the fix, not the ImportError of packing it
+    from langchain_core.language_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from sgieval.core import GENERIC, InputError, Item, RunStore
+    from sgieval.metric_pool import ScoringContext
+    from sgieval.models import NamedModel
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    target = NamedModel(name="t", role="target", chat=GenericFakeChatModel(messages=iter([AIMessage(content="a")])))
+    items = [Item(id="t/1", benchmark="t", task=GENERIC, prompt="q")]
+    with pytest.raises(InputError) as ei:
+        await executors.evaluate_with_executor(
+            RunStore(tmp_path), items, [target], [], ScoringContext(), executor="ray"
+        )
+    assert str(ei.value) == (
+        "--executor ray: the ray executor needs Ray. Fix: pip install 'sgieval[ray]' (or use --executor local)"
+    )
