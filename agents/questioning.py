@@ -268,14 +268,8 @@ def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
 
 def submit_tool() -> BaseTool:
     """The ``submit_selection_plan`` tool (schema :class:`PlanArgs`); calling it ends the agent's turn."""
-
-    def submit_selection_plan(
-        filters: dict[str, list[str]] | None = None, k: int | None = None, reason: str = "", question_kind: str = ""
-    ) -> str:
-        return "plan received"
-
     return StructuredTool.from_function(
-        submit_selection_plan,
+        lambda **plan: "plan received",
         name=SUBMIT_TOOL,
         args_schema=PlanArgs,
         description="Submit the final selection plan (filters, k, reason). Call exactly once, at the end.",

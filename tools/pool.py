@@ -103,7 +103,7 @@ def summarize_output(output: Any) -> str:
             s += "; setup failed"
         s += f"; stdout: {_clip(output.stdout.strip(), 220)!r}"
         if output.stderr.strip():
-            s += f"; stderr: {_clip(output.stderr.strip()[-150:], 150)!r}"
+            s += f"; stderr: {output.stderr.strip()[-150:]!r}"
         s += f" [{output.backend}]"
     elif isinstance(output, SearchResults):
         parts = [f"{h.rank}. {_clip(h.title, 60)} <{_clip(h.url, 80)}>" for h in output.hits]
