@@ -369,8 +369,7 @@ class AnswerCountMetrics(Metric):
         th = response.metadata.get("thresholds") or {}
         tau_c, tau_n = float(th.get("coherence", TAU_C)), float(th.get("embedding", TAU_N))
         readme = sum(readme_score(recs, tau_c, tau_n) for _t, recs in lists)
-        by_temp = _by_temperature(lists)
-        best_t = max(by_temp, key=lambda t: by_temp[t]) if by_temp else ""
+        by_temp, best_t = _by_temperature(lists)
         board = by_temp.get(best_t, 0)
         n_lists = f" over {len(lists)} stored lists" if len(lists) > 1 else ""
         marks = _answer_marks(lists, tau_c, tau_n, float(th.get("llm", TAU_LLM)))
@@ -429,12 +428,12 @@ def _score(item_id: str, model: str, spec: MetricSpec, value: float | None, **fi
     return Score(item_id=item_id, model=model, metric=spec.name, value=value, **fields)
 
 
-def _by_temperature(lists: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> dict[str, int]:
-    """The leaderboard counts of the lists, summed per temperature."""
+def _by_temperature(lists: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> tuple[dict[str, int], str]:
+    """The leaderboard counts of the lists summed per temperature, and the first with the largest ("" if none)."""
     out: dict[str, int] = defaultdict(int)
     for t, recs in lists:
         out[t] += leaderboard_count(recs)
-    return out
+    return out, max(out, key=out.__getitem__, default="")
 
 
 def _pooled(model: str, got: list, failed: int, spec: MetricSpec, key: str, first: bool) -> Score:
@@ -462,13 +461,12 @@ def _pooled(model: str, got: list, failed: int, spec: MetricSpec, key: str, firs
 
 def _leaderboard_total(model: str, got: list, failed: int) -> Score:
     """One model's plot.py leaderboard score: the sum over questions at its best temperature (B.6)."""
-    totals = _by_temperature([lst for lists in got for lst in lists])
+    totals, best = _by_temperature([lst for lists in got for lst in lists])
     if not totals:
         return _score(
             CORPUS, model, LEADERBOARD_TOTAL, None, status="not_run", error="no stored answer lists for this model",
             details={"n": 0, "not_applicable": True, "failed": failed},
         )  # fmt: skip
-    best = max(totals, key=lambda t: totals[t])
     why = f"plot.py leaderboard score: sum over {len(got)} questions at temperature {best}" + (
         f" (the largest of {len(totals)} temperatures)" if len(totals) > 1 else ""
     )
