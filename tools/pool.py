@@ -150,8 +150,6 @@ class ToolPool:
         self._results: dict[tuple[str, str], Any] = {}
         """Results by (tool, validated arguments as JSON): a repeated query is served from the earlier result."""
         self._results_lock = threading.Lock()
-        self.cache_hits = 0
-        """Calls answered from the pool's results (the tool did not run again)."""
 
     @classmethod
     def from_names(
@@ -282,7 +280,6 @@ class ToolPool:
         with self._results_lock:
             hit = key in self._results
             out = self._results.get(key)
-            self.cache_hits += hit
         t0 = time.perf_counter()
         try:
             if not hit:

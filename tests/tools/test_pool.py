@@ -174,7 +174,7 @@ def test_a_repeated_query_is_served_from_the_runs_pool_and_never_from_another_ru
         other, _ = pool.call("web_search", query="graphene", max_results=1)  # other arguments: run
     assert ran == ["graphene", "graphene"] and again is first and len(other.hits) == 1
     assert "details" not in ev1 and ev2["details"] == {"cached": True} and ev2["duration_s"] == 0.0
-    assert ev2["output"] == ev1["output"] and (b.used, pool.cache_hits) == (3, 1)
+    assert ev2["output"] == ev1["output"] and b.used == 3
     s = Score(item_id="x/1", model="m", metric="m1", value=1.0, evidence=b.calls)
     assert [e.details.get("cached", False) for e in s.evidence] == [False, True, False]
     # a failure is not kept: the next call tries again
@@ -197,4 +197,4 @@ def test_a_repeated_query_is_served_from_the_runs_pool_and_never_from_another_ru
     real2 = run2.search.search
     monkeypatch.setattr(run2.search, "search", lambda q, *a, **kw: ran2.append(q) or real2(q, *a, **kw))
     run2.call("web_search", query="graphene", max_results=2)
-    assert ran2 == ["graphene"] and run2.cache_hits == 0
+    assert ran2 == ["graphene"]
