@@ -382,7 +382,7 @@ class RunStore:
             return list(known[1])
         data = self._read_file(p) if size else b""
         cls = self.FILES[name]
-        fields = self.KEYS.get(name)
+        fields = self.KEYS.get(name, ())
         seen: dict[tuple[Any, ...], tuple[int, str, Any]] = {}
         out = []
         for n, line in enumerate(split_jsonl(data.decode("utf-8", errors="replace")), 1):
@@ -396,10 +396,7 @@ class RunStore:
                     reason = validation_errors_text(e, most=3) or type(e).__name__
                     self._skipped(p, n, f"not a valid {cls.__name__} record ({reason[:200]})")
                     continue
-            if fields is None:
-                out.append(rec)
-                continue
-            key = tuple(getattr(rec, f) for f in fields)
+            key = tuple(getattr(rec, f) for f in fields) or (n,)  # labels: each line its own key
             first = seen.get(key)
             if first is None:
                 seen[key] = (n, line, rec)
