@@ -278,8 +278,7 @@ class Comparison:
                 ],
             )
         )
-        out += ["", "## Answer", ""]
-        out += [f"- {s}" for s in self.answer]
+        out += ["", "## Answer", "", *(f"- {s}" for s in self.answer)]
         direction = "higher is better" if self.higher_is_better else "lower is better"
         out += [
             "",
@@ -311,18 +310,15 @@ class Comparison:
         if self.other_changes:
             out += ["", "## The same model across runs: the other shared metrics", ""]
             out.append(markdown_table(CHANGE_HEADERS, [c.row() for c in self.other_changes]))
-        out += ["", "## Not shared", ""]
-        out += [f"- {s}" for _, s in self.not_shared()]
+        out += ["", "## Not shared", "", *(f"- {s}" for _, s in self.not_shared())]
         out += ["", "## What differs between the runs' settings", ""]
         if self.config_diff:
             out.append(markdown_table(["setting", *ids], [[k, *v] for k, v in self.config_diff]))
         else:
             out.append("Their config.json settings are the same apart from the target models.")
-        out += ["", "## What this comparison does not settle", ""]
-        out += [f"- {s}" for s in self.limits]
+        out += ["", "## What this comparison does not settle", "", *(f"- {s}" for s in self.limits)]
         if self.notes:
-            out += ["", "## How it was made", ""]
-            out += [f"- {s}" for s in self.notes]
+            out += ["", "## How it was made", "", *(f"- {s}" for s in self.notes)]
         return "\n".join(out) + "\n"
 
     def not_shared(self) -> list[tuple[str, str]]:
