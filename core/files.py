@@ -197,9 +197,7 @@ def split_jsonl(text: str) -> list[str]:
         The lines.
     """
     lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    return [ln.removesuffix("\r") for ln in (lines[:-1] if lines[-1] == "" else lines)]
 
 
 # ------------------------------------------------------------------ run folder files: no link followed
