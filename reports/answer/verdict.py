@@ -58,15 +58,17 @@ def focus_narrative(
     k = next((k for k, g in enumerate(groups) if me in g), len(groups))
     mine, pos = groups[k] if k < len(groups) else [me], 1 + sum(map(len, groups[:k]))
     ties = [s.model for s in mine if s.model != focus]
-    lead = next(s for s in ranked if s not in mine) if pos == 1 else ranked[0]
+    lead = next((s for s in ranked if s not in mine), None) if pos == 1 else ranked[0]
+    if lead is None:
+        after = "; every evaluated model is in this tie."
+    elif pos > 1:
+        after = f"; first is {' and '.join(s.model for s in groups[0])} (mean {fmt2(lead.stats.mean)})."
+    else:
+        after = f"; next is {lead.model} (mean {fmt2(lead.stats.mean)})."
     text += (
         f" Among the {len(ranked)} evaluated models it ranks {'joint ' if ties else ''}{ordinal(pos)}"
         + (f" (tied with {', '.join(ties)})" if ties else "")
-        + (
-            f"; first is {' and '.join(s.model for s in groups[0])} (mean {fmt2(lead.stats.mean)})."
-            if pos > 1
-            else f"; next is {lead.model} (mean {fmt2(lead.stats.mean)})."
-        )
+        + after
     )
     parts, separated = [], []
     above = [(p["a"], "just above", p) for p in pairs if p.get("b") == focus]

@@ -40,3 +40,25 @@ def test_the_first_model_separated_from_the_one_below():
         "it ranks 1st; next is B (mean 0.00). By the paired tests it is separated from B just below (p = 0.03, 6 "
         "items)."
     )
+
+
+def test_a_model_tied_with_every_other_for_first_says_so():
+    # A and B answer the same items right: mean 0.50 each, A - B = (0, 0, 0, 0), p = 1.00; one tie group holds every
+    # evaluated model, so there is no "next" model below the tie to name
+    text = _verdict({"A": [1, 0, 1, 0], "B": [1, 0, 1, 0]}, "A")
+    assert (
+        "Among the 2 evaluated models it ranks joint 1st (tied with B); every evaluated model is in this tie." in text
+    )
+    assert text.endswith(
+        " By the paired tests it is not separated from B just below (p = 1.00, 4 items); so its rank is not established."
+    )
+
+
+def test_three_models_all_tied_for_first_name_the_other_two():
+    # means 0.50 each on 4 items; every adjacent paired test has p >= 0.05 (4 items cannot reach it here), so one
+    # tie group of three; the focus model's sentence names the other two and no model below
+    text = _verdict({"A": [1, 0, 1, 0], "B": [0, 1, 0, 1], "C": [1, 1, 0, 0]}, "C")
+    assert (
+        "Among the 3 evaluated models it ranks joint 1st (tied with A, B); every evaluated model is in this tie."
+        in text
+    )
