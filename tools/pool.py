@@ -77,10 +77,6 @@ class CallBudget:
                 )
             self.used += 1
 
-    def _record(self, ev: dict[str, Any]) -> None:
-        with self._lock:
-            self.calls.append(ev)
-
 
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
@@ -297,7 +293,7 @@ class ToolPool:
                     self._results.setdefault(key, out)
         finally:
             for b in budgets:
-                b._record(ev)
+                b.calls.append(ev)  # list.append is atomic: no lock needed
         return out, ev
 
     async def acall(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
