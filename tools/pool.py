@@ -200,11 +200,9 @@ class ToolPool:
                 source, pages=pages, max_pages=min(max_pages, 50)
             )
         if "python" in wanted:
-            sbx = python = (
-                sandbox
-                if sandbox is not None and not isinstance(sandbox, str)
-                else get_sandbox(sandbox or "auto", unsafe_local_exec=unsafe_local_exec)
-            )
+            if sandbox is None or isinstance(sandbox, str):
+                sandbox = get_sandbox(sandbox or "auto", unsafe_local_exec=unsafe_local_exec)
+            sbx = python = sandbox
             fns["run_python"] = lambda code, files, timeout_s, output_files: python.run(
                 code, files=files or None, timeout_s=timeout_s, output_files=output_files or None
             )
