@@ -241,8 +241,7 @@ def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
 
     def facet_counts(facet: str, filters: dict[str, list[str]] | None = None) -> str:
         """Count catalog items per value of one facet (benchmark, task, discipline, direction, type), among the items matching the optional filters (facet -> accepted values)."""
-        items = catalog.filter(_filters_arg(filters))
-        counts = catalog.counts(facet, items)
+        counts = catalog.counts(facet, catalog.filter(_filters_arg(filters)))
         return json.dumps({v: n for v, n in sorted(counts.items()) if v}, ensure_ascii=False)
 
     def search_items(text: str, filters: dict[str, list[str]] | None = None, limit: int = 10) -> str:

@@ -329,7 +329,7 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
     last: str | None = None  # the criterion "it" refers to
     for part in split_revisions(request):
         part = re.sub(r"^(?:please|and|also|then)\s+", "", part, flags=re.I).strip()
-        kind, m = next(((k, pat.match(part)) for k, pat in _REVISIONS if pat.match(part)), (None, None))
+        kind, m = next(((k, pat.match(part)) for k, pat in _REVISIONS if pat.match(part)), ("", None))
         if m is None:
             done.append(f"I did not understand '{part}'. {REVISION_HELP}")
         elif kind == "rename":
@@ -337,8 +337,7 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             done.append(f"renamed {r.name} -> {new}")
             r = r.model_copy(update={"name": new})
         else:
-            change = _add_criterion(r, m, part, last) if kind == "add" else _change_criterion(r, kind or "", m, last)
-            r, said, last = change
+            r, said, last = _add_criterion(r, m, part, last) if kind == "add" else _change_criterion(r, kind, m, last)
             done.append(said)
     text = "; ".join(d.rstrip(".") if i < len(done) - 1 else d for i, d in enumerate(done))
     return r, text if text.endswith(".") else text + "."
