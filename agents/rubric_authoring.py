@@ -100,6 +100,15 @@ _VERBS = tuple(
 )
 
 
+def _base_form(verb: str) -> str:
+    """The base form of a third-person-singular verb of :data:`_VERBS` ("identifies" -> "identify")."""
+    if verb == "has":
+        return "have"
+    if verb.endswith("ies"):
+        return verb[:-3] + "y"
+    return verb[:-2] if verb.endswith(("sses", "shes", "ches", "xes")) else verb[:-1]
+
+
 def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
     """An offline criterion for ``phrase`` with anchors at 0, 5, 10: a verb phrase ("estimates its cost") is checked as
     an action, any other ("testable hypothesis") as something the response must contain."""
@@ -111,7 +120,7 @@ def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
             "and supported by reasoning or evidence."
         )
         anchors = {
-            0: f"The response does not {first.removesuffix('es') if first.endswith('ies') else first[:-1]}"
+            0: f"The response does not {_base_form(first)}"
             f"{' ' + ' '.join(p.split()[1:]) if len(p.split()) > 1 else ''}.".replace("  ", " "),
             5: "It does so only vaguely, partly or without support.",
             10: "It does so explicitly, specifically and with sound support.",

@@ -107,3 +107,26 @@ def test_cli_shows_phrasings_before_the_first_change_and_no_progress_bar(tmp_pat
 
     r = Rubric.from_yaml(tmp_path / "hyp.yaml")
     assert _weights(r)[-1] == ("novel mechanism", 2.0) and "completeness" not in r.weights
+
+
+BASE_FORMS = {
+    "states": "state", "gives": "give", "estimates": "estimate", "includes": "include", "provides": "provide",
+    "proposes": "propose", "describes": "describe", "explains": "explain", "considers": "consider", "uses": "use",
+    "has": "have", "contains": "contain", "discusses": "discuss", "identifies": "identify", "addresses": "address",
+    "mentions": "mention", "offers": "offer", "presents": "present", "defines": "define", "reports": "report",
+    "cites": "cite", "quantifies": "quantify", "justifies": "justify", "compares": "compare", "lists": "list",
+    "avoids": "avoid", "follows": "follow",
+}  # fmt: skip
+"""Every verb the offline drafter reads as an action, with its base form written by hand."""
+
+
+@pytest.mark.parametrize("verb", sorted(BASE_FORMS))
+def test_the_zero_anchor_puts_the_verb_in_its_base_form(verb):
+    # "identifies its limits" -> "does not identify its limits" (not "identifi"), "has a control" -> "have"
+    assert drafted_criterion(f"{verb} its limits").anchors[0] == f"The response does not {BASE_FORMS[verb]} its limits."
+
+
+def test_every_action_verb_has_a_hand_written_base_form():
+    from sgieval.agents.rubric_authoring import _VERBS
+
+    assert sorted(_VERBS) == sorted(BASE_FORMS)
