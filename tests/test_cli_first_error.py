@@ -3,6 +3,8 @@ names without stored responses stops the run, `catalog` lists the stored models,
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from typer.testing import CliRunner
@@ -80,14 +82,18 @@ def test_fix_lines_name_working_commands(tmp_path, monkeypatch):
     except DataNotFoundError as e:
         assert "sgieval data pull" not in e.one_line() and "DATASETS.md" not in e.one_line()
         assert "Fix: sfbench has no public download: put its files in <folder>/sfbench/" in e.one_line()
-    monkeypatch.setattr(sciaidanbench_mod, "online", lambda host="", port=443, timeout_s=2.0: False)
-    try:
+
+    def refused(address, *args, **kwargs):
+        raise ConnectionRefusedError(f"{address} refused")
+
+    monkeypatch.delenv("SGIEVAL_NETWORK", raising=False)  # auto: the pull tries one connection
+    monkeypatch.setattr(sciaidanbench_mod.socket, "create_connection", refused)
+    with pytest.raises(OfflineError) as ei:
         data_mod.pull("sciaidanbench", tmp_path / "dest")
-    except OfflineError as e:
-        assert e.one_line().startswith(
-            "data pull sciaidanbench: cannot reach codeload.github.com (the files come from "
-            "github.com/CFN-softbio/SciAidanBench (commit aaa03c4, results/per_model/*.json))."
-        )
+    assert ei.value.one_line().startswith(
+        "data pull sciaidanbench: cannot reach codeload.github.com (the files come from "
+        "github.com/CFN-softbio/SciAidanBench (commit aaa03c4, results/per_model/*.json))."
+    )
     res = runner.invoke(app, ["data", "pull", "sfbench"])
     assert res.exit_code == 2 and "no public download for 'sfbench'" in res.output
 
