@@ -6,7 +6,6 @@ environment; the listing must be exactly the sandbox's own variables and the key
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
