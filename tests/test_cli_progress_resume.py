@@ -165,6 +165,9 @@ def _interrupt_then_continue(tmp_path: Path, cwd: Path, out_args: list[str]) -> 
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # Ctrl-C as in a terminal: a parent that ignores SIGINT (a background job of a non-interactive shell,
+            # `cmd &` in a script) passes the ignoring on through exec, and Python then leaves it ignored
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 120
         while not (mock.passed() == 3 and mock.stats()["requests"] >= 4):
