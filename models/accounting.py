@@ -197,13 +197,14 @@ def price_call(
     own = _own_price(model, prices)
     if own is not None:
         cost = usage.get("input", 0) * own[0] / 1e6 + usage.get("output", 0) * own[1] / 1e6
-    elif (listed := _listed(model)) is None:
+        return cost * BATCH_DISCOUNT if batch else cost
+    listed = _listed(model)
+    if listed is None:
         return None
-    else:
-        provider_id, ref, batch_price = listed
-        cost = float(_calc(provider_id, ref, usage, batch=batch and batch_price).total_price)
-        if batch_price:  # genai-prices' own batch price, or a call not batched
-            return cost
+    provider_id, ref, batch_price = listed
+    if batch and batch_price:  # genai-prices' own batch price
+        return float(_calc(provider_id, ref, usage, batch=True).total_price)
+    cost = float(_calc(provider_id, ref, usage).total_price)
     return cost * BATCH_DISCOUNT if batch else cost
 
 

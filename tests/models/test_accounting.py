@@ -42,6 +42,17 @@ def test_price_lookup_exact_snapshot_and_unknown():
     assert price_call("openai:o1-pro", {"input": 1000, "output": 500}) == pytest.approx(0.45)
 
 
+def test_a_batched_call_is_priced_at_the_listed_batch_price_else_at_half():
+    usage = {"input": 1000, "output": 500}
+    # genai-prices lists a batch price for gpt-4o (1.25/5.00): 1000 * 1.25/1e6 + 500 * 5/1e6 = 0.00125 + 0.0025
+    assert price_call("openai:gpt-4o", usage, batch=True) == pytest.approx(0.00375)
+    # none for claude-3-5-sonnet: BATCH_DISCOUNT of its list price, 0.5 * (1000 * 3/1e6 + 500 * 15/1e6) = 0.00525
+    assert price_call("anthropic:claude-3-5-sonnet-20241022", usage) == pytest.approx(0.0105)
+    assert price_call("anthropic:claude-3-5-sonnet-20241022", usage, batch=True) == pytest.approx(0.00525)
+    # a user price: 0.5 * (1000 * 2/1e6 + 500 * 8/1e6) = 0.003
+    assert price_call("mine", usage, {"mine": (2.0, 8.0)}, batch=True) == pytest.approx(0.003)
+
+
 def test_cached_input_and_reasoning_tokens_priced_as_billed():
     # gpt-4o: 1000 input tokens of which 400 read from the provider's cache (1.25/1M), 500 output:
     # 600 * 2.5/1e6 + 400 * 1.25/1e6 + 500 * 10/1e6 = 0.0015 + 0.0005 + 0.005 = 0.007
